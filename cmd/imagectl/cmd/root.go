@@ -1,0 +1,71 @@
+// Package cmd holds imagectl's cobra commands: one file per verb, each a thin
+// layer that parses flags and calls one library function.
+package cmd
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/logs"
+)
+
+// New returns the imagectl root command.
+func New() *cobra.Command {
+	var verbose bool
+	root := &cobra.Command{
+		Use:   "imagectl",
+		Short: "Lock, build, sign, verify and promote PyTorch/CUDA images",
+		Long: `imagectl ships locked PyTorch/CUDA images: HCL specs are checked against a
+compatibility catalog, resolved to a hash-pinned lock, built with BuildKit,
+signed with cosign, verified on real GPUs and promoted by digest.
+
+Exit codes: 0 ok, 1 spec/lock/other error, 2 usage, 3 lock stale, 4 verification
+failed, 5 promotion refused by a gate, 6 lock tampered, 7 verification could not
+run, 8 driver below the floor (init), 69 service unavailable, 75 storage never
+became ready (init), 130 interrupted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			level := slog.LevelInfo
+			if verbose {
+				level = slog.LevelDebug
+			}
+			h := slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})
+			cmd.SetContext(logs.With(cmd.Context(), slog.New(h)))
+		},
+	}
+	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log debug detail to stderr")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return exitcode.Wrap(exitcode.Usage, err)
+	})
+	root.AddCommand(
+		newLintCmd(),
+		newPrintCmd(),
+		newCompatCmd(),
+		newLockCmd(),
+		newBuildCmd(),
+		newSignCmd(),
+		newVerifyCmd(),
+		newPromoteCmd(),
+		newPinCmd(),
+		newReleasesCmd(),
+		newReleaseCmd(),
+		newFingerprintCmd(),
+		newDoctorCmd(),
+		newVersionCmd(),
+	)
+	root.SetOut(os.Stdout)
+	root.SetErr(os.Stderr)
+	return root
+}
+
+// usageArgs wraps a cobra positional-args validator so that its error maps
+// to the usage exit code.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		return exitcode.Wrap(exitcode.Usage, v(cmd, args))
+	}
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests and the demo need, when missing.
+set -euo pipefail
+pkgs=(runc debootstrap tini podman python3 python3-venv ca-certificates curl iproute2 uidmap)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,103 @@
+// Package lock owns the lock file: the exact, hash-pinned artifacts a spec
+// resolves to. The lock is the only input of the build, and what the sign,
+// verify and promote stages bind to.
+package lock
+
+import (
+	"imagectl/internal/runtime"
+	"imagectl/internal/spec"
+)
+
+// SchemaVersion is the version of the lock file format this package writes
+// and the only one it reads.
+const SchemaVersion = 1
+
+// FileName is the lock's name inside images/<image>/.
+const FileName = "lock.json"
+
+// Lock is the resolved, hash-pinned form of one concrete image.
+// Every list is sorted; Marshal is byte-stable.
+type Lock struct {
+	SchemaVersion int    `json:"schema_version"`
+	Name          string `json:"name"`
+	// Spec records which spec inputs produced the lock.
+	Spec Source `json:"spec"`
+	// CatalogDigest is the sha256 of the compatibility catalog the lock was
+	// checked against.
+	CatalogDigest string `json:"catalog_digest"`
+	// SourceDateEpoch is the timestamp every file and the image config get.
+	SourceDateEpoch int64 `json:"source_date_epoch"`
+	// Core is the frozen core: what a monthly --upgrade must not move.
+	Core Core `json:"core"`
+	// Frozen are further package names --upgrade must not move (from the spec).
+	Frozen []string `json:"frozen,omitempty"`
+	Base   Base     `json:"base"`
+	// Apt is the full .deb closure installed on top of the base.
+	Apt []Deb `json:"apt"`
+	// Pip is the full wheel closure, installed with --no-deps.
+	Pip []Wheel `json:"pip"`
+	// PipIndexes are the index URLs resolution used, without credentials.
+	PipIndexes []string          `json:"pip_indexes,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Repos      spec.Repos        `json:"repos"`
+	Runtime    runtime.Config    `json:"runtime"`
+	Verify     spec.Verify       `json:"verify"`
+	Policy     spec.Policy       `json:"policy"`
+	// Digest is "sha256:<hex>" of the canonical encoding of the lock with
+	// Digest empty; a mismatch means the file was edited by hand.
+	Digest string `json:"digest"`
+}
+
+// Source identifies the spec inputs of a lock.
+type Source struct {
+	// Path is the spec file, relative to the repository root.
+	Path string `json:"path"`
+	// InputsDigest is "sha256:<hex>" over the concrete image as decoded from
+	// the spec (spec.Image in canonical JSON).
+	InputsDigest string `json:"inputs_digest"`
+}
+
+// Core is the frozen core of an image.
+type Core struct {
+	CUDA         string   `json:"cuda,omitempty"`
+	TorchVariant string   `json:"torch_variant,omitempty"`
+	Torch        string   `json:"torch,omitempty"`
+	Python       string   `json:"python"`
+	NCCL         string   `json:"nccl,omitempty"`
+	CUDNN        string   `json:"cudnn,omitempty"`
+	DriverFloor  string   `json:"driver_floor,omitempty"`
+	Archs        []string `json:"archs,omitempty"`
+}
+
+// Base is the resolved base image.
+type Base struct {
+	// Ref is the reference as the spec wrote it.
+	Ref string `json:"ref"`
+	// IndexDigest is the digest the tag pointed at (an index or a manifest).
+	IndexDigest string `json:"index_digest"`
+	// ManifestDigest is the linux/amd64 manifest inside the index.
+	ManifestDigest string `json:"manifest_digest"`
+	Platform       string `json:"platform"`
+}
+
+// Deb is one Debian package, fetched by URL and checked by sha256.
+type Deb struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Arch    string `json:"arch"`
+	URL     string `json:"url"`
+	SHA256  string `json:"sha256"`
+	Size    int64  `json:"size"`
+}
+
+// Wheel is one Python wheel, fetched by URL and checked by sha256.
+type Wheel struct {
+	// Name is the normalized project name (PEP 503).
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Filename string `json:"filename"`
+	URL      string `json:"url"`
+	SHA256   string `json:"sha256"`
+	Size     int64  `json:"size"`
+}

@@ -1,0 +1,69 @@
+// Package testenv gives end-to-end tests the services `make up` started:
+// buildkitd, the registry, the wheel index and the local Debian base.
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Env is what `make up` wrote to .cache/env.
+type Env struct {
+	// BuildkitHost is buildkitd's address, unix:///...
+	BuildkitHost string
+	// Registry is the local registry, 127.0.0.1:PORT.
+	Registry string
+	// WheelIndex is the local wheel index, http://127.0.0.1:PORT/simple/.
+	WheelIndex string
+	// Base is the local Debian bookworm base image reference.
+	Base string
+	// DebianMirror is the Debian mirror from the machine's apt sources.
+	DebianMirror string
+	// Bin is the absolute path of the repository's bin/ (cosign, crane,
+	// buildctl, imagectl, imagectl-init).
+	Bin string
+	// Root is the absolute path of the repository root.
+	Root string
+}
+
+// Get returns the end-to-end environment. Without IMAGECTL_E2E=1 a missing
+// service skips the test with the reason; with it, it fails the test.
+func Get(t testing.TB) Env {
+	t.Helper()
+	root := Root()
+	e := Env{
+		BuildkitHost: os.Getenv("BUILDKIT_HOST"),
+		Registry:     os.Getenv("IMAGECTL_REGISTRY"),
+		WheelIndex:   os.Getenv("IMAGECTL_WHEEL_INDEX"),
+		Base:         os.Getenv("IMAGECTL_BASE"),
+		DebianMirror: os.Getenv("IMAGECTL_DEBIAN_MIRROR"),
+		Bin:          filepath.Join(root, "bin"),
+		Root:         root,
+	}
+	missing := ""
+	switch {
+	case e.BuildkitHost == "":
+		missing = "BUILDKIT_HOST"
+	case e.Registry == "":
+		missing = "IMAGECTL_REGISTRY"
+	case e.WheelIndex == "":
+		missing = "IMAGECTL_WHEEL_INDEX"
+	case e.Base == "":
+		missing = "IMAGECTL_BASE"
+	}
+	if missing != "" {
+		if os.Getenv("IMAGECTL_E2E") == "1" {
+			t.Fatalf("IMAGECTL_E2E=1 but %s is not set: run the tests through `make test` (it starts the services)", missing)
+		}
+		t.Skipf("end-to-end test: %s is not set; `make test` starts buildkitd, the registry and the wheel index", missing)
+	}
+	return e
+}
+
+// Root returns the repository root (the directory holding go.mod).
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}

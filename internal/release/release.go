@@ -1,0 +1,260 @@
+// Package release runs the whole pipeline for each concrete image: lock check,
+// build, sign and attest, verify, promote. Each image stops at its first
+// failing stage; the others go on. A re-run skips what is already done:
+// BuildKit's cache makes the build a no-op, and images already signed or
+// verified are not signed or verified again.
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/lock"
+	"imagectl/internal/logs"
+	"imagectl/internal/spec"
+	"imagectl/internal/verify"
+)
+
+// Stage names, in pipeline order.
+const (
+	StageLock    = "lock"
+	StageBuild   = "build"
+	StageSign    = "sign"
+	StageVerify  = "verify"
+	StagePromote = "promote"
+)
+
+// Stages are the pipeline's steps for one image. The real implementation
+// (Real) calls the lock, build, sign, verify and promote packages; tests use
+// fakes.
+type Stages interface {
+	// Lock returns the image's lock, checked against the spec.
+	Lock(ctx context.Context, img spec.Image) (*lock.Lock, error)
+	// Build builds the lock and pushes it to the staging repository.
+	Build(ctx context.Context, l *lock.Lock) (Built, error)
+	// Signed reports whether d already carries our signature and attestations.
+	Signed(ctx context.Context, d name.Digest) (bool, error)
+	// Sign signs d and attaches the lock, SBOM and provenance attestations.
+	Sign(ctx context.Context, l *lock.Lock, d name.Digest) error
+	// Verified returns a passing, signed verification result for d, if one exists.
+	Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error)
+	// Verify verifies d and attaches the signed result.
+	Verify(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error)
+	// Promote records d in the release file and reconciles the release repository.
+	Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promoted, error)
+}
+
+// Built describes a pushed image.
+type Built struct {
+	Digest name.Digest
+	Size   int64
+	// ChangedLayers and ChangedBytes compare the image's layers with the
+	// previous release's; both are zero for a first release.
+	ChangedLayers int
+	ChangedBytes  int64
+	Layers        int
+}
+
+// Promoted describes a promotion.
+type Promoted struct {
+	// Reference is what users pin: release-repo@sha256:...
+	Reference string
+	Tags      []string
+	// Changelog is the path of the changelog written next to the release record.
+	Changelog string
+}
+
+// Outcome is what happened to one image.
+type Outcome struct {
+	Image    string
+	Digest   string
+	Size     int64
+	Layers   int
+	Changed  int
+	Delta    int64
+	Result   *verify.Result
+	Promoted Promoted
+	// Done lists the stages that ran or were found already done, in order.
+	Done []string
+	// Resumed lists stages skipped because their result already existed.
+	Resumed []string
+	// FailedStage is the stage that stopped the image; empty on success.
+	FailedStage string
+	Err         error
+	Durations   map[string]time.Duration
+}
+
+// StageError says which stage stopped an image.
+type StageError struct {
+	Image string
+	Stage string
+	Err   error
+}
+
+func (e *StageError) Error() string {
+	return fmt.Sprintf("%s: %s: %v", e.Image, e.Stage, e.Err)
+}
+func (e *StageError) Unwrap() error { return e.Err }
+
+// Option configures Run.
+type Option func(*options) error
+
+type options struct {
+	jobs     int
+	promote  bool
+	progress func(Event)
+}
+
+// WithJobs sets how many images run at once. The default is 1.
+func WithJobs(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("jobs must be at least 1, got %d", n)
+		}
+		o.jobs = n
+		return nil
+	}
+}
+
+// WithPromote turns the promote stage on or off. The default is on.
+func WithPromote(on bool) Option {
+	return func(o *options) error { o.promote = on; return nil }
+}
+
+// WithProgress receives an Event when a stage starts or ends. The default
+// discards them. The function may be called from several goroutines.
+func WithProgress(f func(Event)) Option {
+	return func(o *options) error { o.progress = f; return nil }
+}
+
+// Event reports a stage starting (Err nil, End zero) or ending.
+type Event struct {
+	Image   string
+	Stage   string
+	Start   bool
+	Resumed bool
+	Err     error
+	Elapsed time.Duration
+}
+
+// Run runs the pipeline for every image and returns one outcome per image,
+// in the order of imgs. The error is non-nil when any image failed; its exit
+// code is that of the first failure.
+func Run(ctx context.Context, imgs []spec.Image, s Stages, opts ...Option) ([]Outcome, error) {
+	o := options{jobs: 1, promote: true, progress: func(Event) {}}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, exitcode.Wrap(exitcode.Usage, err)
+		}
+	}
+	out := make([]Outcome, len(imgs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(o.jobs, max(len(imgs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = runOne(ctx, imgs[i], s, &o)
+			}
+		}()
+	}
+	for i := range imgs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var errs []error
+	for _, oc := range out {
+		if oc.Err != nil {
+			errs = append(errs, oc.Err)
+		}
+	}
+	if len(errs) == 0 {
+		return out, nil
+	}
+	// The first failure decides the exit code; all are in the message.
+	return out, exitcode.Wrap(exitcode.Code(errs[0]), errors.Join(errs...))
+}
+
+func runOne(ctx context.Context, img spec.Image, s Stages, o *options) Outcome {
+	oc := Outcome{Image: img.Name, Durations: map[string]time.Duration{}}
+	log := logs.From(ctx).With("image", img.Name)
+	step := func(stage string, f func() (resumed bool, err error)) bool {
+		if err := ctx.Err(); err != nil {
+			oc.FailedStage, oc.Err = stage, &StageError{Image: img.Name, Stage: stage, Err: err}
+			return false
+		}
+		o.progress(Event{Image: img.Name, Stage: stage, Start: true})
+		start := time.Now()
+		resumed, err := f()
+		el := time.Since(start)
+		oc.Durations[stage] = el
+		o.progress(Event{Image: img.Name, Stage: stage, Resumed: resumed, Err: err, Elapsed: el})
+		if err != nil {
+			log.Error("stage failed", "stage", stage, "err", err)
+			oc.FailedStage, oc.Err = stage, &StageError{Image: img.Name, Stage: stage, Err: err}
+			return false
+		}
+		oc.Done = append(oc.Done, stage)
+		if resumed {
+			oc.Resumed = append(oc.Resumed, stage)
+		}
+		return true
+	}
+
+	var l *lock.Lock
+	if !step(StageLock, func() (bool, error) {
+		var err error
+		l, err = s.Lock(ctx, img)
+		return false, err
+	}) {
+		return oc
+	}
+	var b Built
+	if !step(StageBuild, func() (bool, error) {
+		var err error
+		b, err = s.Build(ctx, l)
+		return false, err
+	}) {
+		return oc
+	}
+	oc.Digest, oc.Size, oc.Layers, oc.Changed, oc.Delta = b.Digest.String(), b.Size, b.Layers, b.ChangedLayers, b.ChangedBytes
+	if !step(StageSign, func() (bool, error) {
+		done, err := s.Signed(ctx, b.Digest)
+		if err != nil || done {
+			return done, err
+		}
+		return false, s.Sign(ctx, l, b.Digest)
+	}) {
+		return oc
+	}
+	if !step(StageVerify, func() (bool, error) {
+		if r, err := s.Verified(ctx, l, b.Digest); err != nil {
+			return false, err
+		} else if r != nil {
+			oc.Result = r
+			return true, nil
+		}
+		r, err := s.Verify(ctx, l, b.Digest)
+		oc.Result = r
+		return false, err
+	}) {
+		return oc
+	}
+	if !o.promote {
+		return oc
+	}
+	step(StagePromote, func() (bool, error) {
+		p, err := s.Promote(ctx, l, b.Digest)
+		oc.Promoted = p
+		return false, err
+	})
+	return oc
+}

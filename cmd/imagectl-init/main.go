@@ -1,26 +1,46 @@
-// Command imagectl-init is the image's entrypoint (PID 1).
+// Command imagectl-init is the image's entrypoint (PID 1): it prepares the
+// container (storage, swappiness, /dev/shm, caches, driver floor,
+// fingerprint) as the baked runtime config says, then runs the user's command,
+// forwarding signals, reaping zombies and exiting with the command's code.
 //
-// PLACEHOLDER until internal/runtime lands: it only execs its arguments.
+//	imagectl-init [--] COMMAND [ARG...]
+//	imagectl-init doctor [--output json]
+//
+// See docs/init.md.
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"syscall"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/logs"
+	"imagectl/internal/runtime"
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "imagectl-init: no command given")
-		os.Exit(2)
+	proc, err := runtime.Listen()
+	ctx := logs.With(context.Background(), newLogger(os.Stderr, os.Getenv(runtime.EnvDebug) != ""))
+	if err != nil {
+		logs.From(ctx).Warn(err.Error() + "; orphaned processes will not be reaped by the init")
 	}
-	path, err := exec.LookPath(os.Args[1])
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "imagectl-init: no command given; usage: imagectl-init [--] COMMAND [ARG...] | imagectl-init doctor")
+		os.Exit(exitcode.Usage)
+	}
+	cfg, err := runtime.LoadConfig(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imagectl-init:", err)
-		os.Exit(127)
+		os.Exit(exitcode.Usage)
 	}
-	err = syscall.Exec(path, os.Args[1:], os.Environ())
-	fmt.Fprintln(os.Stderr, "imagectl-init:", err)
-	os.Exit(126)
+	code, err := proc.Run(ctx, args, os.Environ(), cfg.GracePeriod.Std())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "imagectl-init:", err)
+	}
+	os.Exit(code)
 }

@@ -26,6 +26,9 @@ type Config struct {
 	Swappiness *int `json:"swappiness,omitempty"`
 	// MinShmBytes is the smallest /dev/shm the workload needs; 0 skips the check.
 	MinShmBytes int64 `json:"min_shm_bytes,omitempty"`
+	// ShmPath is the shared-memory mount to measure and enlarge. The default
+	// is /dev/shm.
+	ShmPath string `json:"shm_path,omitempty"`
 	// TmpDir is exported as TMPDIR (created 0775). Empty leaves TMPDIR alone.
 	TmpDir string `json:"tmpdir,omitempty"`
 	// Caches are the compile/model cache locations exported to the workload.
@@ -111,3 +114,6 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }

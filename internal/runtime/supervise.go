@@ -1,0 +1,223 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"imagectl/internal/logs"
+)
+
+// ForwardedSignals are the signals the init passes on to the user's command.
+var ForwardedSignals = []os.Signal{
+	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
+}
+
+// terminating reports whether s starts the shutdown grace period.
+func terminating(s syscall.Signal) bool {
+	return s == syscall.SIGTERM || s == syscall.SIGINT || s == syscall.SIGQUIT
+}
+
+// DefaultGracePeriod is how long the init waits, after forwarding a
+// terminating signal, before it kills the command's process group.
+const DefaultGracePeriod = 10 * time.Second
+
+// Process is the supervisor's view of the process running the init: it
+// catches signals before any work starts, so a SIGTERM that arrives while the
+// init waits for storage is not lost.
+type Process struct {
+	forward chan os.Signal
+	chld    chan os.Signal
+}
+
+// Listen starts catching the forwarded signals and SIGCHLD, and makes the
+// calling process a child subreaper when it is not PID 1, so that orphaned
+// grandchildren are reparented to it and reaped. Call it first thing.
+func Listen() (*Process, error) {
+	p := &Process{
+		forward: make(chan os.Signal, 32),
+		chld:    make(chan os.Signal, 1),
+	}
+	signal.Notify(p.forward, ForwardedSignals...)
+	signal.Notify(p.chld, syscall.SIGCHLD)
+	if os.Getpid() != 1 {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return p, fmt.Errorf("becoming a child subreaper: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// Interrupted returns the first terminating signal received so far, if any,
+// without blocking. Signals that do not terminate are dropped: there is no
+// command yet to forward them to.
+func (p *Process) Interrupted() (syscall.Signal, bool) {
+	for {
+		select {
+		case s := <-p.forward:
+			if sig := s.(syscall.Signal); terminating(sig) {
+				return sig, true
+			}
+		default:
+			return 0, false
+		}
+	}
+}
+
+// Context returns a context cancelled when a terminating signal arrives, for
+// the preparation steps (storage wait) that run before the command starts.
+// The returned stop function must be called before Run.
+func (p *Process) Context(ctx context.Context) (context.Context, func() (syscall.Signal, bool)) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	got := make(chan syscall.Signal, 1)
+	go func() {
+		for {
+			select {
+			case s := <-p.forward:
+				if sig := s.(syscall.Signal); terminating(sig) {
+					got <- sig
+					cancel(fmt.Errorf("received %v", sig))
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() (syscall.Signal, bool) {
+		close(done)
+		cancel(nil)
+		select {
+		case s := <-got:
+			return s, true
+		default:
+			return p.Interrupted()
+		}
+	}
+}
+
+// Run starts argv with env as the init's child, forwards signals to it,
+// reaps every child that exits (the command's orphans included) and returns
+// the command's exit code: its own status, or 128+n when a signal killed it.
+// After a terminating signal, the command's process group is killed once
+// grace has passed; grace <= 0 means DefaultGracePeriod.
+func (p *Process) Run(ctx context.Context, argv, env []string, grace time.Duration) (int, error) {
+	log := logs.From(ctx)
+	if len(argv) == 0 {
+		return 0, errors.New("no command to run")
+	}
+	if grace <= 0 {
+		grace = DefaultGracePeriod
+	}
+	path, err := lookPath(argv[0], env)
+	if err != nil {
+		return 127, err
+	}
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if foregroundTerminal(0) {
+		// Own process group in the foreground of the terminal, like tini: a
+		// ^C from the terminal then reaches the command once, not twice.
+		attr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Env:   env,
+		Files: []uintptr{0, 1, 2},
+		Sys:   attr,
+	})
+	if err != nil {
+		code := 126
+		if errors.Is(err, syscall.ENOENT) {
+			code = 127
+		}
+		return code, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	log.Debug("started", "pid", pid, "command", argv)
+
+	var killTimer <-chan time.Time
+	for {
+		select {
+		case s := <-p.forward:
+			sig := s.(syscall.Signal)
+			log.Debug("forwarding signal", "signal", sig, "pid", pid)
+			if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+				log.Warn(fmt.Sprintf("forwarding %v to pid %d failed: %v", sig, pid, err))
+			}
+			if terminating(sig) && killTimer == nil {
+				killTimer = time.After(grace)
+			}
+		case <-killTimer:
+			log.Warn(fmt.Sprintf("the command did not exit within the %v grace period after a stop signal; killing it (raise runtime.grace_period if it needs longer to shut down)", grace))
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		case <-p.chld:
+		}
+		if code, done := reap(pid); done {
+			return code, nil
+		}
+	}
+}
+
+// reap collects every exited child without blocking; it reports the exit
+// code of pid once pid has exited.
+func reap(pid int) (code int, done bool) {
+	for {
+		var ws syscall.WaitStatus
+		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil || got <= 0 {
+			return code, done
+		}
+		if got != pid {
+			continue
+		}
+		switch {
+		case ws.Exited():
+			code, done = ws.ExitStatus(), true
+		case ws.Signaled():
+			code, done = 128+int(ws.Signal()), true
+		}
+	}
+}
+
+// lookPath finds file in the PATH of env (the command's environment, not
+// the init's).
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	pathEnv := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, file)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: command not found in PATH %s", file, pathEnv)
+}
+
+// foregroundTerminal reports whether fd is a terminal whose foreground
+// process group is the init's own: only then may the command take it over.
+func foregroundTerminal(fd int) bool {
+	pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	return err == nil && pgrp == syscall.Getpgrp()
+}

@@ -1,0 +1,198 @@
+package sign
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	"github.com/sigstore/cosign/v2/pkg/types"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
+	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"imagectl/internal/lock"
+	"imagectl/internal/logs"
+)
+
+// ociOptions are the cosign registry options for one call.
+func (o *options) ociOptions(ctx context.Context) []ociremote.Option {
+	ro := append([]remote.Option{remote.WithContext(ctx)}, o.remote...)
+	return []ociremote.Option{ociremote.WithRemoteOptions(ro...)}
+}
+
+func (o *options) remoteOptions(ctx context.Context) []remote.Option {
+	return append([]remote.Option{remote.WithContext(ctx)}, o.remote...)
+}
+
+// Sign writes a cosign signature for ref to ref's repository under the tag
+// sha256-<hex>.sig. The signed payload is cosign's simple-signing payload
+// naming the digest; signing the same digest again with the same key adds
+// nothing. The image must exist.
+func Sign(ctx context.Context, ref name.Digest, opts ...Option) error {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return err
+	}
+	if _, err := remote.Head(ref, o.remoteOptions(ctx)...); err != nil {
+		return fmt.Errorf("resolving %s: %w", ref, err)
+	}
+	sv, err := o.signer(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := payload.Cosign{Image: ref}.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("signing %s: %w", ref, err)
+	}
+	raw, err := sv.SignMessage(bytes.NewReader(p), sigopts.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("signing %s: %w", ref, err)
+	}
+	sig, err := static.NewSignature(p, base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		return fmt.Errorf("signing %s: %w", ref, err)
+	}
+	oo := o.ociOptions(ctx)
+	se, err := mutate.AttachSignatureToEntity(ociremote.SignedUnknown(ref, oo...), sig,
+		mutate.WithDupeDetector(cremote.NewDupeDetector(sv)))
+	if err != nil {
+		return fmt.Errorf("attaching signature to %s: %w", ref, err)
+	}
+	if err := ociremote.WriteSignatures(ref.Repository, se, oo...); err != nil {
+		return fmt.Errorf("writing signature of %s: %w", ref, err)
+	}
+	logs.From(ctx).Info("signed", "image", ref.String(), "offline", o.offline)
+	return nil
+}
+
+// Attest writes a signed in-toto statement about ref (subject: ref's
+// repository and digest) with the given predicate type and JSON predicate,
+// as a DSSE envelope under the tag sha256-<hex>.att. An earlier attestation
+// of the same predicate type is replaced; the same statement signed by the
+// same key again adds nothing.
+func Attest(ctx context.Context, ref name.Digest, predicateType string, predicate []byte, opts ...Option) error {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return err
+	}
+	st, err := NewStatement(ref, predicateType, predicate)
+	if err != nil {
+		return err
+	}
+	if _, err := remote.Head(ref, o.remoteOptions(ctx)...); err != nil {
+		return fmt.Errorf("resolving %s: %w", ref, err)
+	}
+	sv, err := o.signer(ctx)
+	if err != nil {
+		return err
+	}
+	env, err := dsse.WrapSigner(sv, types.IntotoPayloadType).SignMessage(bytes.NewReader(st), sigopts.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("signing %s attestation of %s: %w", predicateType, ref, err)
+	}
+	att, err := static.NewAttestation(env,
+		static.WithLayerMediaType(types.DssePayloadType),
+		static.WithAnnotations(map[string]string{"predicateType": predicateType}))
+	if err != nil {
+		return fmt.Errorf("attesting %s: %w", ref, err)
+	}
+	oo := o.ociOptions(ctx)
+	se, err := mutate.AttachAttestationToEntity(ociremote.SignedUnknown(ref, oo...), att,
+		mutate.WithDupeDetector(&sameStatement{verifier: sv}),
+		mutate.WithReplaceOp(&replaceType{predicateType: predicateType}))
+	if err != nil {
+		return fmt.Errorf("attaching attestation to %s: %w", ref, err)
+	}
+	if err := ociremote.WriteAttestations(ref.Repository, se, oo...); err != nil {
+		return fmt.Errorf("writing attestation of %s: %w", ref, err)
+	}
+	logs.From(ctx).Info("attested", "image", ref.String(), "predicate_type", predicateType, "offline", o.offline)
+	return nil
+}
+
+// InTotoStatementType is the in-toto statement version Attest writes (the
+// one cosign v2 writes and reads).
+const InTotoStatementType = "https://in-toto.io/Statement/v0.1"
+
+// Statement is an in-toto statement.
+type Statement struct {
+	Type          string          `json:"_type"`
+	PredicateType string          `json:"predicateType"`
+	Subject       []Subject       `json:"subject"`
+	Predicate     json.RawMessage `json:"predicate"`
+}
+
+// Subject is what a statement is about.
+type Subject struct {
+	Name   string            `json:"name"`
+	Digest map[string]string `json:"digest"`
+}
+
+// NewStatement returns the canonical bytes of the in-toto statement Attest
+// signs for ref.
+func NewStatement(ref name.Digest, predicateType string, predicate []byte) ([]byte, error) {
+	if predicateType == "" {
+		return nil, fmt.Errorf("attesting %s: predicate type is empty", ref)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, predicate); err != nil {
+		return nil, fmt.Errorf("attesting %s: predicate is not JSON: %w", ref, err)
+	}
+	alg, hex, ok := cutDigest(ref.DigestStr())
+	if !ok {
+		return nil, fmt.Errorf("attesting %s: malformed digest", ref)
+	}
+	return json.Marshal(Statement{
+		Type:          InTotoStatementType,
+		PredicateType: predicateType,
+		Subject:       []Subject{{Name: ref.Context().Name(), Digest: map[string]string{alg: hex}}},
+		Predicate:     compact.Bytes(),
+	})
+}
+
+func cutDigest(d string) (alg, hex string, ok bool) {
+	for i := 0; i < len(d); i++ {
+		if d[i] == ':' {
+			return d[:i], d[i+1:], i > 0 && i < len(d)-1
+		}
+	}
+	return "", "", false
+}
+
+// SignAndAttest signs ref and writes its three build attestations (lock,
+// SPDX SBOM, SLSA provenance) with the key in opts: what `imagectl sign`
+// and `imagectl build --sign` do.
+func SignAndAttest(ctx context.Context, ref name.Digest, l *lock.Lock, b Builder, opts ...Option) error {
+	if err := Sign(ctx, ref, opts...); err != nil {
+		return err
+	}
+	lp, err := LockPredicate(l)
+	if err != nil {
+		return err
+	}
+	sbom, err := SPDX(l)
+	if err != nil {
+		return err
+	}
+	prov, err := Provenance(l, b)
+	if err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		typ  string
+		pred []byte
+	}{{LockPredicateType, lp}, {SPDXPredicateType, sbom}, {ProvenancePredicateType, prov}} {
+		if err := Attest(ctx, ref, a.typ, a.pred, opts...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -19,28 +19,57 @@ import (
 	"imagectl/internal/runtime"
 )
 
+const usage = "usage: imagectl-init [--] COMMAND [ARG...]  |  imagectl-init doctor [--output json]"
+
 func main() {
-	proc, err := runtime.Listen()
-	ctx := logs.With(context.Background(), newLogger(os.Stderr, os.Getenv(runtime.EnvDebug) != ""))
-	if err != nil {
-		logs.From(ctx).Warn(err.Error() + "; orphaned processes will not be reaped by the init")
+	proc, lerr := runtime.Listen()
+	log := newLogger(os.Stderr, os.Getenv(runtime.EnvDebug) != "")
+	ctx := logs.With(context.Background(), log)
+	if lerr != nil {
+		log.Warn(lerr.Error() + "; orphaned processes will not be reaped by the init: run it as PID 1 or on a kernel with PR_SET_CHILD_SUBREAPER")
 	}
 	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "doctor" {
+		os.Exit(doctor(ctx, args[1:]))
+	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "imagectl-init: no command given; usage: imagectl-init [--] COMMAND [ARG...] | imagectl-init doctor")
-		os.Exit(exitcode.Usage)
+		fail(exitcode.Usage, "no command given; "+usage)
 	}
 	cfg, err := runtime.LoadConfig(os.Getenv)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "imagectl-init:", err)
-		os.Exit(exitcode.Usage)
+		fail(exitcode.Usage, err.Error())
 	}
-	code, err := proc.Run(ctx, args, os.Environ(), cfg.GracePeriod.Std())
+
+	pctx, stop := proc.Context(ctx)
+	prep, err := runtime.Prepare(pctx, cfg, os.Environ())
+	if sig, ok := stop(); ok {
+		fail(128+int(sig), fmt.Sprintf("received %v before the command started; not starting it", sig))
+	}
+	if err != nil {
+		fail(exitcode.Code(err), err.Error())
+	}
+	if s := prep.Summary(); s != "" && !cfg.Quiet {
+		log.Info(s)
+	}
+	go func() {
+		r, err := prep.CollectGarbage(ctx)
+		if err != nil {
+			log.Debug("cache gc", "error", err)
+		} else if r.Removed > 0 {
+			log.Debug("cache gc", "removed", r.Removed, "removed_bytes", r.RemovedBytes, "kept_bytes", r.KeptBytes)
+		}
+	}()
+	code, err := proc.Run(ctx, args, prep.Env, cfg.GracePeriod.Std())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imagectl-init:", err)
 	}
+	os.Exit(code)
+}
+
+func fail(code int, msg string) {
+	fmt.Fprintln(os.Stderr, "imagectl-init:", msg)
 	os.Exit(code)
 }

@@ -15,22 +15,22 @@ import (
 // Environment variables the platform may set to override the baked config.
 // Each is documented in docs/init.md.
 const (
-	EnvConfig          = "IMAGECTL_RUNTIME_CONFIG"       // path of the config file (default ConfigPath)
-	EnvStoragePath     = "IMAGECTL_STORAGE_PATH"         // Storage.Path
-	EnvStorageReady    = "IMAGECTL_STORAGE_READY_FILE"   // Storage.ReadyFile
-	EnvStorageTimeout  = "IMAGECTL_STORAGE_TIMEOUT"      // Storage.Timeout, e.g. 90s
-	EnvStorageRequired = "IMAGECTL_STORAGE_REQUIRED"     // Storage.Required, true/false
-	EnvSwappiness      = "IMAGECTL_SWAPPINESS"           // Swappiness, 0-200, or "off"
-	EnvMinShm          = "IMAGECTL_MIN_SHM"              // MinShmBytes, bytes or 512M, 8G
-	EnvShmPath         = "IMAGECTL_SHM_PATH"             // ShmPath
-	EnvTmpDir          = "IMAGECTL_TMPDIR"               // TmpDir
-	EnvDriverFloor     = "IMAGECTL_DRIVER_FLOOR"         // DriverFloor
-	EnvDriverPolicy    = "IMAGECTL_DRIVER_POLICY"        // DriverPolicy, fail or warn
-	EnvFingerprint     = "IMAGECTL_FINGERPRINT_PATH"     // FingerprintPath, "off" disables
-	EnvGracePeriod     = "IMAGECTL_GRACE_PERIOD"         // GracePeriod, e.g. 30s
-	EnvQuiet           = "IMAGECTL_QUIET"                // Quiet, true/false
-	EnvImageDigest     = "IMAGECTL_IMAGE_DIGEST"         // the image digest, for the fingerprint
-	EnvDebug           = "IMAGECTL_INIT_DEBUG"           // log every step to stderr
+	EnvConfig          = "IMAGECTL_RUNTIME_CONFIG"     // path of the config file (default ConfigPath)
+	EnvStoragePath     = "IMAGECTL_STORAGE_PATH"       // Storage.Path
+	EnvStorageReady    = "IMAGECTL_STORAGE_READY_FILE" // Storage.ReadyFile
+	EnvStorageTimeout  = "IMAGECTL_STORAGE_TIMEOUT"    // Storage.Timeout, e.g. 90s
+	EnvStorageRequired = "IMAGECTL_STORAGE_REQUIRED"   // Storage.Required, true/false
+	EnvSwappiness      = "IMAGECTL_SWAPPINESS"         // Swappiness, 0-200, or "off"
+	EnvMinShm          = "IMAGECTL_MIN_SHM"            // MinShmBytes, bytes or 512M, 8G
+	EnvShmPath         = "IMAGECTL_SHM_PATH"           // ShmPath
+	EnvTmpDir          = "IMAGECTL_TMPDIR"             // TmpDir
+	EnvDriverFloor     = "IMAGECTL_DRIVER_FLOOR"       // DriverFloor
+	EnvDriverPolicy    = "IMAGECTL_DRIVER_POLICY"      // DriverPolicy, fail or warn
+	EnvFingerprint     = "IMAGECTL_FINGERPRINT_PATH"   // FingerprintPath, "off" disables
+	EnvGracePeriod     = "IMAGECTL_GRACE_PERIOD"       // GracePeriod, e.g. 30s
+	EnvQuiet           = "IMAGECTL_QUIET"              // Quiet, true/false
+	EnvImageDigest     = "IMAGECTL_IMAGE_DIGEST"       // the image digest, for the fingerprint
+	EnvDebug           = "IMAGECTL_INIT_DEBUG"         // log every step to stderr
 )
 
 // LoadConfig reads the runtime config from the path named by

@@ -1,0 +1,227 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// FingerprintVersion is the version of the fingerprint's JSON layout.
+const FingerprintVersion = 1
+
+// Fingerprint describes the environment a container started in, so that two
+// machines that behave differently can be compared field by field.
+type Fingerprint struct {
+	Version     int        `json:"version"`
+	CollectedAt string     `json:"collected_at,omitempty"`
+	Hostname    string     `json:"hostname,omitempty"`
+	Image       ImageFacts `json:"image"`
+	ImageDigest string     `json:"image_digest,omitempty"`
+	Kernel      string     `json:"kernel,omitempty"`
+	Arch        string     `json:"arch"`
+	CPUs        int        `json:"cpus"`
+	MemoryBytes int64      `json:"memory_bytes,omitempty"`
+	Driver      Driver     `json:"driver"`
+	DriverFloor string     `json:"driver_floor,omitempty"`
+	Swappiness  int        `json:"swappiness"`
+	Shm         ShmResult  `json:"shm"`
+	Storage     FPStorage  `json:"storage"`
+	Caches      []CacheDir `json:"caches,omitempty"`
+}
+
+// FPStorage is the storage part of a fingerprint.
+type FPStorage struct {
+	Path    string `json:"path,omitempty"`
+	Ready   bool   `json:"ready"`
+	FSType  string `json:"fstype,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Options string `json:"options,omitempty"`
+}
+
+// collectFingerprint assembles a fingerprint from what the init found.
+func collectFingerprint(cfg Config, env []string, st StorageState, shm ShmResult, drv Driver, caches []CacheDir, o options) Fingerprint {
+	fp := Fingerprint{
+		Version:     FingerprintVersion,
+		CollectedAt: time.Now().UTC().Format(time.RFC3339),
+		Image:       cfg.Image,
+		ImageDigest: getenvFrom(env, EnvImageDigest),
+		Arch:        goruntime.GOARCH,
+		CPUs:        goruntime.NumCPU(),
+		MemoryBytes: memTotal(o.proc),
+		Driver:      drv,
+		DriverFloor: cfg.DriverFloor,
+		Swappiness:  ReadSwappiness(o.proc),
+		Shm:         shm,
+		Storage:     FPStorage{Path: st.Root, Ready: st.Ready},
+		Caches:      caches,
+	}
+	fp.Shm.Advice = ""
+	if fp.Driver.GPUs == nil {
+		fp.Driver.GPUs = []GPU{}
+	}
+	fp.Hostname, _ = os.Hostname()
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		fp.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	if st.Mount != nil {
+		fp.Storage.FSType, fp.Storage.Source, fp.Storage.Options = st.Mount.FSType, st.Mount.Source, st.Mount.Options
+	}
+	return fp
+}
+
+func getenvFrom(env []string, name string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func memTotal(proc string) int64 {
+	f, err := os.Open(filepath.Join(proc, "meminfo"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// writeFingerprint writes fp as JSON to path through a temp file and a
+// rename, so a collector never reads half of one.
+func writeFingerprint(path string, fp Fingerprint) error {
+	b, err := json.MarshalIndent(fp, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := makeDir(dir); err != nil {
+		return fmt.Errorf("writing fingerprint: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing fingerprint: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("writing fingerprint %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadFingerprint reads a fingerprint file.
+func ReadFingerprint(path string) (Fingerprint, error) {
+	var fp Fingerprint
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fp, fmt.Errorf("reading fingerprint: %w", err)
+	}
+	if err := json.Unmarshal(b, &fp); err != nil {
+		return fp, fmt.Errorf("reading fingerprint %s: %w", path, err)
+	}
+	if fp.Version != FingerprintVersion {
+		return fp, fmt.Errorf("reading fingerprint %s: version %d, this imagectl reads version %d", path, fp.Version, FingerprintVersion)
+	}
+	return fp, nil
+}
+
+// Difference is one field that differs between two fingerprints. A field
+// missing on one side has an empty value there.
+type Difference struct {
+	Field string `json:"field"`
+	A     string `json:"a"`
+	B     string `json:"b"`
+}
+
+// DiffFingerprints lists the fields that differ between a and b, sorted by
+// field name; list elements are named by index (driver.gpus[1].model). The
+// collection time is ignored.
+func DiffFingerprints(a, b Fingerprint) ([]Difference, error) {
+	fa, err := flatten(a)
+	if err != nil {
+		return nil, err
+	}
+	fb, err := flatten(b)
+	if err != nil {
+		return nil, err
+	}
+	var out []Difference
+	for k, va := range fa {
+		if vb, ok := fb[k]; !ok || va != vb {
+			out = append(out, Difference{Field: k, A: va, B: fb[k]})
+		}
+	}
+	for k, vb := range fb {
+		if _, ok := fa[k]; !ok {
+			out = append(out, Difference{Field: k, B: vb})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out, nil
+}
+
+func flatten(fp Fingerprint) (map[string]string, error) {
+	fp.CollectedAt = ""
+	b, err := json.Marshal(fp)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				p := k
+				if prefix != "" {
+					p = prefix + "." + k
+				}
+				walk(p, e)
+			}
+		case []any:
+			out[prefix+".count"] = strconv.Itoa(len(x))
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", prefix, i), e)
+			}
+		case nil:
+		default:
+			out[prefix] = fmt.Sprint(x)
+		}
+	}
+	walk("", v)
+	return out, nil
+}

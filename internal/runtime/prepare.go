@@ -1,0 +1,219 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"imagectl/internal/logs"
+)
+
+// Prepared is what the init found and changed before the command starts.
+type Prepared struct {
+	// Env is the command's environment: the init's own plus TMPDIR and the
+	// cache variables.
+	Env         []string
+	Storage     StorageState
+	Swappiness  *SwappinessResult
+	Shm         *ShmResult
+	Caches      []CacheDir
+	Driver      Driver
+	Fingerprint Fingerprint
+	// FingerprintPath is where the fingerprint was written ("" if nowhere).
+	FingerprintPath string
+
+	started  time.Time
+	gcRoots  []string
+	gcAge    time.Duration
+	gcBytes  int64
+	warnings int
+}
+
+// Prepare runs the start-up steps in order: wait for storage, set
+// swappiness, check (and enlarge) /dev/shm, create TMPDIR and the caches,
+// check the driver floor, write the fingerprint. Problems the workload can
+// live with are logged as one warning each (with what to do) through the
+// logger in ctx; the returned error is set only when the container must not
+// start: required storage never came (*StorageNotReadyError, exit 75), the
+// driver is below the floor under the fail policy (*DriverTooOldError,
+// exit 8), or ctx was cancelled.
+func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Prepared, error) {
+	o, err := makeOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	log := logs.From(ctx)
+	p := &Prepared{Env: append([]string(nil), env...), started: time.Now()}
+	warn := func(msg string) {
+		p.warnings++
+		log.Warn(msg)
+	}
+
+	p.Storage, err = waitStorage(ctx, cfg.Storage, o)
+	if err != nil {
+		return p, err
+	}
+	if p.Storage.Configured && !p.Storage.Ready {
+		warn(fmt.Sprintf("storage not ready after %v (waited for %s); using local paths under %s instead, so caches will not survive the container: mount the volume, or set %s=true to fail instead of starting without it",
+			p.Storage.Waited.Round(time.Millisecond), cfg.Storage.describe(), o.fallback, EnvStorageRequired))
+	}
+	where := func(path string) string {
+		if p.Storage.Configured && !p.Storage.Ready {
+			return relocate(filepath.Clean(path), p.Storage.Root, o.fallback)
+		}
+		return path
+	}
+
+	if cfg.Swappiness != nil {
+		r, err := applySwappiness(o.proc, *cfg.Swappiness)
+		if err != nil {
+			warn(err.Error() + "; the command starts anyway")
+		}
+		if r.Advice != "" {
+			warn(r.Advice)
+		}
+		p.Swappiness = &r
+	}
+
+	shmPath := cfg.ShmPath
+	if shmPath == "" {
+		shmPath = DefaultShmPath
+	}
+	if shm, err := ensureShm(shmPath, cfg.MinShmBytes); err != nil {
+		if cfg.MinShmBytes > 0 {
+			warn(err.Error() + fmt.Sprintf("; the image needs %s of shared memory there: mount a tmpfs at %s (--shm-size=%s)", humanSize(cfg.MinShmBytes), shmPath, lowerSize(humanSize(cfg.MinShmBytes))))
+		}
+		p.Shm = &shm
+	} else {
+		if shm.Advice != "" {
+			warn(shm.Advice)
+		}
+		p.Shm = &shm
+	}
+
+	for _, d := range cacheDirs(cfg) {
+		if envSet(p.Env, d.Env[0]) {
+			d.Path, d.FromEnv = getenvFrom(p.Env, d.Env[0]), true
+			p.Caches = append(p.Caches, d)
+			continue
+		}
+		d.Path = where(d.Path)
+		if err := makeDir(d.Path); err != nil {
+			warn(fmt.Sprintf("cannot create the %s directory %s (%v); %s stays unset and the framework uses its default: make the path writable or point the image's runtime block elsewhere", d.Name, d.Path, err, strings.Join(d.Env, ", ")))
+			continue
+		}
+		for _, name := range d.Env {
+			p.Env = setEnv(p.Env, name, d.Path)
+		}
+		p.Caches = append(p.Caches, d)
+	}
+	p.gcAge, p.gcBytes = cfg.Caches.GCMaxAge.Std(), cfg.Caches.GCMaxBytes
+	if p.gcAge > 0 || p.gcBytes > 0 {
+		tmp := getenvFrom(p.Env, "TMPDIR")
+		if tmp == o.tmp {
+			tmp = ""
+		}
+		p.gcRoots = gcRoots(p.Caches, o.tmp, tmp)
+	}
+
+	p.Driver, err = ReadDriver(o.proc, o.dev)
+	if err != nil {
+		warn(err.Error() + "; the driver check is skipped")
+	}
+	if err := checkDriver(cfg, p.Driver); err != nil {
+		var old *DriverTooOldError
+		if errors.As(err, &old) && cfg.DriverPolicy == "fail" {
+			return p, err
+		}
+		warn(err.Error())
+	}
+
+	p.Fingerprint = collectFingerprint(cfg, p.Env, p.Storage, *p.Shm, p.Driver, p.Caches, o)
+	if cfg.FingerprintPath != "" {
+		path := where(cfg.FingerprintPath)
+		if err := writeFingerprint(path, p.Fingerprint); err != nil {
+			warn(err.Error() + "; the platform will not find this container's fingerprint: make the directory writable or set " + EnvFingerprint)
+		} else {
+			p.FingerprintPath = path
+		}
+	}
+	return p, nil
+}
+
+// errNoDriver says an image with a driver floor runs without a driver.
+var errNoDriver = errors.New("no NVIDIA driver in this container (/proc/driver/nvidia/version is missing), so CUDA will not see a GPU: start it with --gpus all (docker), --device nvidia.com/gpu=all (podman), or request nvidia.com/gpu resources on Kubernetes; ignore this on a CPU-only machine")
+
+// checkDriver compares the driver with the floor.
+func checkDriver(cfg Config, d Driver) error {
+	if cfg.DriverFloor == "" {
+		return nil
+	}
+	if d.Version == "" {
+		return errNoDriver
+	}
+	c, err := CompareVersions(d.Version, cfg.DriverFloor)
+	if err != nil {
+		return err
+	}
+	if c < 0 {
+		return &DriverTooOldError{Found: d.Version, Floor: cfg.DriverFloor, CUDA: cfg.Image.CUDA}
+	}
+	return nil
+}
+
+// CollectGarbage trims the compile caches by the configured age and size.
+// The init runs it beside the command, so it never delays the start; files
+// written after Prepare began are never touched.
+func (p *Prepared) CollectGarbage(ctx context.Context) (GCResult, error) {
+	return CollectCaches(ctx, p.gcRoots, p.gcAge, p.gcBytes, p.started)
+}
+
+// Warnings is the number of warnings Prepare logged.
+func (p *Prepared) Warnings() int { return p.warnings }
+
+// Summary is the one line the init prints on a good start.
+func (p *Prepared) Summary() string {
+	var parts []string
+	if p.Storage.Configured {
+		s := "storage " + p.Storage.Root
+		switch {
+		case !p.Storage.Ready:
+			s += " not ready (local fallback)"
+		case p.Storage.Mount != nil:
+			s += " ready (" + p.Storage.Mount.FSType + ")"
+		default:
+			s += " ready"
+		}
+		if p.Storage.Waited >= time.Second {
+			s += fmt.Sprintf(" after %v", p.Storage.Waited.Round(100*time.Millisecond))
+		}
+		parts = append(parts, s)
+	}
+	if p.Shm != nil && p.Shm.Bytes > 0 {
+		s := "shm " + humanSize(p.Shm.Bytes)
+		if p.Shm.Resized {
+			s += " (enlarged)"
+		}
+		parts = append(parts, s)
+	}
+	if p.Swappiness != nil {
+		if p.Swappiness.Changed {
+			parts = append(parts, fmt.Sprintf("swappiness %d->%d (host-wide)", p.Swappiness.Before, p.Swappiness.After))
+		} else {
+			parts = append(parts, fmt.Sprintf("swappiness %d", p.Swappiness.After))
+		}
+	}
+	if p.Driver.Version != "" {
+		parts = append(parts, fmt.Sprintf("driver %s, %d GPU(s)", p.Driver.Version, len(p.Driver.GPUs)))
+	}
+	if len(p.Caches) > 0 {
+		parts = append(parts, fmt.Sprintf("%d cache dir(s)", len(p.Caches)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, " · ")
+}

@@ -42,6 +42,11 @@ type Image struct {
 	// PipIndexes are index URLs for pip, in order; the torch variant's index
 	// is added from the catalog when Torch is set.
 	PipIndexes []string `json:"pip_indexes,omitempty"`
+	// TorchIndex is the base URL of the PyTorch wheel index; the lock stage
+	// appends the variant's path from the catalog (compat.IndexPath, e.g.
+	// "whl/cu124"). Empty when the image has no torch or the spec leaves it
+	// to the user (then locking a torch image fails and says so).
+	TorchIndex string `json:"torch_index,omitempty"`
 	// Frozen are package names that a monthly refresh must not move, in
 	// addition to the always-frozen core (torch, CUDA, Python minor).
 	Frozen []string `json:"frozen,omitempty"`

@@ -1,0 +1,232 @@
+// Package compat is the embedded compatibility catalog: which CUDA variants a
+// torch release publishes, the NCCL and cuDNN versions each wheel pins, the
+// Python versions and GPU architectures it is built for, and the NVIDIA
+// driver floor of each CUDA toolkit, natively and under minor-version
+// compatibility. Every row carries its source.
+//
+// Check applies the catalog to one image's versions; the spec package calls
+// it so that lint positions each problem at the attribute that caused it.
+package compat
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+//go:embed catalog.json
+var catalogJSON []byte
+
+// Catalog is the whole compatibility catalog.
+type Catalog struct {
+	Schema int            `json:"schema"`
+	Torch  []TorchRelease `json:"torch"`
+	CUDA   []DriverFloor  `json:"cuda"`
+}
+
+// TorchRelease is one torch release and the wheels it publishes.
+type TorchRelease struct {
+	Version string `json:"version"`
+	// VariantsSource says where the list of published variants comes from.
+	VariantsSource string  `json:"variants_source"`
+	Wheels         []Wheel `json:"wheels"`
+}
+
+// Wheel is the torch wheel of one release for one variant ("cu124", "cpu").
+type Wheel struct {
+	// Torch is the release, filled in by the lookups ("2.6.0").
+	Torch   string `json:"torch,omitempty"`
+	Variant string `json:"variant"`
+	// CUDA is the CUDA runtime the wheel is built against; empty for cpu.
+	CUDA string `json:"cuda,omitempty"`
+	// IndexPath is the variant's path under the PyTorch wheel index
+	// ("whl/cu124"); the index's base URL comes from the spec.
+	IndexPath string `json:"index_path"`
+	// DefaultIndex marks the variant that a plain "torch==V" from the
+	// default Python package index installs.
+	DefaultIndex bool  `json:"default_index,omitempty"`
+	NCCL         *Pin  `json:"nccl,omitempty"`
+	CUDNN        *Pin  `json:"cudnn,omitempty"`
+	OtherPins    []Pin `json:"other_pins,omitempty"`
+	// Python lists the CPython minor versions wheels are built for.
+	Python       []string `json:"python"`
+	PythonSource string   `json:"python_source,omitempty"`
+	// Archs are the GPU architectures with cubins in the wheel.
+	Archs []string `json:"archs,omitempty"`
+	// ArchsPTX reports whether the wheel carries PTX for newer GPUs.
+	ArchsPTX    bool   `json:"archs_ptx,omitempty"`
+	ArchsSource string `json:"archs_source,omitempty"`
+	Source      string `json:"source"`
+}
+
+// Pin is a package the torch wheel pins with ==.
+type Pin struct {
+	Package string `json:"package"`
+	Version string `json:"version"`
+}
+
+func (p *Pin) String() string {
+	if p == nil {
+		return ""
+	}
+	return p.Package + "==" + p.Version
+}
+
+// DriverFloor is the lowest NVIDIA driver (Linux x86_64) for a CUDA toolkit.
+type DriverFloor struct {
+	CUDA string `json:"version"`
+	// Native is the driver shipped with the toolkit.
+	Native string `json:"native"`
+	// MinorCompat is the lowest driver under CUDA minor-version compatibility.
+	MinorCompat string `json:"minor_compat"`
+	Source      string `json:"source"`
+}
+
+var catalog = mustLoad(catalogJSON)
+
+func mustLoad(b []byte) *Catalog {
+	c, err := parse(b)
+	if err != nil {
+		panic(fmt.Sprintf("compat: embedded catalog: %v", err))
+	}
+	return c
+}
+
+// parse decodes and validates a catalog.
+func parse(b []byte) (*Catalog, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c Catalog
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("decoding catalog: %w", err)
+	}
+	if c.Schema != 1 {
+		return nil, fmt.Errorf("catalog schema %d: want 1", c.Schema)
+	}
+	for i := range c.Torch {
+		r := &c.Torch[i]
+		if !isVersion(r.Version, 3) || r.VariantsSource == "" {
+			return nil, fmt.Errorf("torch %q: want an x.y.z version and a variants_source", r.Version)
+		}
+		for j := range r.Wheels {
+			w := &r.Wheels[j]
+			w.Torch = r.Version
+			if w.Source == "" || w.IndexPath == "" || len(w.Python) == 0 {
+				return nil, fmt.Errorf("torch %s %s: source, index_path and python are required", r.Version, w.Variant)
+			}
+			if w.Variant != "cpu" && (w.CUDA == "" || Variant(w.CUDA) != w.Variant || w.NCCL == nil || w.CUDNN == nil) {
+				return nil, fmt.Errorf("torch %s %s: a CUDA wheel needs cuda matching its variant, nccl and cudnn", r.Version, w.Variant)
+			}
+		}
+	}
+	for _, f := range c.CUDA {
+		if !isVersion(f.CUDA, 2) || !isVersion(f.Native, 0) || !isVersion(f.MinorCompat, 0) || f.Source == "" {
+			return nil, fmt.Errorf("cuda %q: want x.y, driver versions and a source", f.CUDA)
+		}
+	}
+	return &c, nil
+}
+
+// Digest returns "sha256:<hex>" of the embedded catalog. Locks record it so
+// that a catalog change marks them stale.
+func Digest() string {
+	sum := sha256.Sum256(catalogJSON)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Get returns a copy of the embedded catalog.
+func Get() Catalog {
+	var c Catalog
+	if err := json.Unmarshal(catalogJSON, &c); err != nil {
+		panic(err) // validated at init
+	}
+	for i := range c.Torch {
+		for j := range c.Torch[i].Wheels {
+			c.Torch[i].Wheels[j].Torch = c.Torch[i].Version
+		}
+	}
+	return c
+}
+
+// Release returns the catalog's entry for a torch release.
+func Release(torch string) (TorchRelease, bool) {
+	for _, r := range catalog.Torch {
+		if r.Version == torch {
+			return r, true
+		}
+	}
+	return TorchRelease{}, false
+}
+
+// LookupWheel returns the torch wheel for a release and variant ("cu124").
+func LookupWheel(torch, variant string) (Wheel, bool) {
+	r, ok := Release(torch)
+	if !ok {
+		return Wheel{}, false
+	}
+	for _, w := range r.Wheels {
+		if w.Variant == variant {
+			return w, true
+		}
+	}
+	return Wheel{}, false
+}
+
+// LookupDriverFloor returns the driver floors for a CUDA toolkit ("12.1").
+func LookupDriverFloor(cuda string) (DriverFloor, bool) {
+	for _, f := range catalog.CUDA {
+		if f.CUDA == cuda {
+			return f, true
+		}
+	}
+	return DriverFloor{}, false
+}
+
+// IndexPath returns the variant's path under the PyTorch wheel index
+// ("whl/cu118").
+func IndexPath(torch, variant string) (string, bool) {
+	w, ok := LookupWheel(torch, variant)
+	return w.IndexPath, ok
+}
+
+// Variant returns the wheel variant name of a CUDA version: "12.4" -> "cu124".
+// An empty CUDA gives "cpu".
+func Variant(cuda string) string {
+	if cuda == "" {
+		return "cpu"
+	}
+	return "cu" + strings.ReplaceAll(cuda, ".", "")
+}
+
+// Variants lists the variants a torch release publishes, in catalog order.
+func (r TorchRelease) Variants() []string {
+	var vs []string
+	for _, w := range r.Wheels {
+		vs = append(vs, w.Variant)
+	}
+	return vs
+}
+
+func releases() []string {
+	var vs []string
+	for _, r := range catalog.Torch {
+		vs = append(vs, r.Version)
+	}
+	return vs
+}
+
+func cudaVersions() []string {
+	var vs []string
+	for _, f := range catalog.CUDA {
+		vs = append(vs, f.CUDA)
+	}
+	return vs
+}
+
+// supportsPython reports whether w is built for the minor version py.
+func (w Wheel) supportsPython(py string) bool { return slices.Contains(w.Python, py) }

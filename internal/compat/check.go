@@ -1,0 +1,199 @@
+package compat
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Request is what one image asks of the catalog. Empty fields are not set.
+type Request struct {
+	CUDA         string
+	Torch        string
+	TorchVariant string
+	Python       string
+	NCCL         string
+	CUDNN        string
+	DriverFloor  string
+}
+
+// Problem is one rule the request breaks. Field names the spec attribute
+// where the problem belongs ("cuda", "torch_variant", "driver_floor", ...).
+type Problem struct {
+	Field   string `json:"field"`
+	Summary string `json:"summary"`
+	Detail  string `json:"detail"`
+}
+
+// Resolved is what the catalog decides for a request that passes Check.
+type Resolved struct {
+	// Wheel is the torch wheel; zero when the request has no torch.
+	Wheel Wheel
+	// FloorCUDA is the CUDA version the driver floor is measured against:
+	// the newer of the base's and the wheel's.
+	FloorCUDA string
+	// Floor holds the driver floors of FloorCUDA; zero without CUDA.
+	Floor DriverFloor
+	// MinorCompat is true when the wheel's CUDA is newer than the base's,
+	// so the image runs under CUDA minor-version compatibility.
+	MinorCompat bool
+}
+
+// Check applies the catalog to r. It picks nothing on the caller's behalf:
+// every ambiguity is a Problem whose Detail names the choices.
+func Check(r Request) (Resolved, []Problem) {
+	var res Resolved
+	var ps []Problem
+	add := func(field, summary, detail string) {
+		ps = append(ps, Problem{Field: field, Summary: summary, Detail: detail})
+	}
+
+	if r.CUDA != "" {
+		if _, ok := LookupDriverFloor(r.CUDA); !ok {
+			add("cuda", fmt.Sprintf("CUDA %s is not in the compatibility catalog", r.CUDA),
+				fmt.Sprintf("The catalog knows the driver floors of CUDA %s. Add a row with its source to internal/compat/catalog.json, or choose one of those.", strings.Join(cudaVersions(), ", ")))
+			return res, ps
+		}
+	}
+	res.FloorCUDA = r.CUDA
+
+	if r.Torch != "" {
+		w, ok := checkWheel(r, add)
+		if !ok {
+			return res, ps
+		}
+		res.Wheel = w
+		if w.CUDA != "" && CompareVersions(w.CUDA, r.CUDA) > 0 {
+			res.MinorCompat = true
+			res.FloorCUDA = w.CUDA
+		}
+	}
+
+	if res.FloorCUDA == "" {
+		return res, ps
+	}
+	floor, ok := LookupDriverFloor(res.FloorCUDA)
+	if !ok {
+		add("cuda", fmt.Sprintf("CUDA %s is not in the compatibility catalog", res.FloorCUDA),
+			fmt.Sprintf("The catalog knows the driver floors of CUDA %s.", strings.Join(cudaVersions(), ", ")))
+		return res, ps
+	}
+	res.Floor = floor
+	what := "CUDA " + res.FloorCUDA
+	if res.MinorCompat {
+		what = fmt.Sprintf("the %s wheels (CUDA %s) on a CUDA %s base", res.Wheel.Variant, res.FloorCUDA, r.CUDA)
+	}
+	switch {
+	case r.DriverFloor == "":
+		add("driver_floor", "driver_floor is required for a CUDA image",
+			fmt.Sprintf("%s needs an NVIDIA driver >= %s under minor-version compatibility (>= %s natively). Set driver_floor to the lowest driver the image must support; imagectl does not pick one.", what, floor.MinorCompat, floor.Native))
+	case !isVersion(r.DriverFloor, 0):
+		add("driver_floor", fmt.Sprintf("driver_floor %q is not a driver version", r.DriverFloor),
+			`Write an NVIDIA driver version such as "525.60.13".`)
+	case CompareVersions(r.DriverFloor, floor.MinorCompat) < 0:
+		add("driver_floor", fmt.Sprintf("driver_floor %s is below %s, the lowest driver that runs %s", r.DriverFloor, floor.MinorCompat, what),
+			fmt.Sprintf("%s needs an NVIDIA driver >= %s under minor-version compatibility (>= %s natively). Raise driver_floor to at least %s. Source: %s.", what, floor.MinorCompat, floor.Native, floor.MinorCompat, floor.Source))
+	}
+	return res, ps
+}
+
+// checkWheel finds the wheel for r and checks Python and the pins against it.
+func checkWheel(r Request, add func(field, summary, detail string)) (Wheel, bool) {
+	rel, ok := Release(r.Torch)
+	if !ok {
+		add("torch", fmt.Sprintf("torch %s is not in the compatibility catalog", r.Torch),
+			fmt.Sprintf("The catalog knows torch %s. Add the release's wheels with their pins and sources to internal/compat/catalog.json, or choose a known release.", strings.Join(releases(), ", ")))
+		return Wheel{}, false
+	}
+	variant, field := r.TorchVariant, "torch_variant"
+	if variant == "" {
+		variant, field = Variant(r.CUDA), "cuda"
+	}
+	w, ok := LookupWheel(r.Torch, variant)
+	if !ok {
+		add(field, fmt.Sprintf("torch %s publishes no %s wheel", r.Torch, variant),
+			fmt.Sprintf("torch %s publishes %s wheels. %s", r.Torch, strings.Join(rel.Variants(), ", "), choices(rel, r.CUDA)))
+		return Wheel{}, false
+	}
+	good := true
+	switch {
+	case w.CUDA == "" && r.CUDA != "":
+		add(field, fmt.Sprintf("the cpu wheel of torch %s on a CUDA %s base leaves the GPU unused", r.Torch, r.CUDA),
+			fmt.Sprintf("Drop cuda for a CPU-only image, or choose a CUDA wheel. %s", choices(rel, r.CUDA)))
+		good = false
+	case w.CUDA != "" && r.CUDA == "":
+		add(field, fmt.Sprintf("torch_variant %s needs a CUDA base", variant),
+			fmt.Sprintf("Set cuda to the base image's CUDA version (the %s wheels are built for CUDA %s), or use torch_variant = \"cpu\".", variant, w.CUDA))
+		good = false
+	case w.CUDA != "" && major(w.CUDA) != major(r.CUDA):
+		add(field, fmt.Sprintf("the %s wheels (CUDA %s) on a CUDA %s base mix two CUDA major versions", variant, w.CUDA, r.CUDA),
+			fmt.Sprintf("Two CUDA runtimes of different majors in one process crash at run time. %s", choices(rel, r.CUDA)))
+		good = false
+	}
+	if r.Python != "" && !w.supportsPython(r.Python) {
+		add("python", fmt.Sprintf("torch %s+%s is not built for Python %s", r.Torch, variant, r.Python),
+			fmt.Sprintf("torch %s+%s wheels are built for Python %s.", r.Torch, variant, strings.Join(w.Python, ", ")))
+		good = false
+	}
+	if r.NCCL != "" {
+		if w.NCCL == nil {
+			add("nccl", fmt.Sprintf("torch %s+%s pins no NCCL, but nccl = %q", r.Torch, variant, r.NCCL), "Remove nccl from a CPU-only image.")
+			good = false
+		} else if r.NCCL != w.NCCL.Version {
+			add("nccl", fmt.Sprintf("nccl %s differs from the NCCL %s that torch %s+%s pins", r.NCCL, w.NCCL.Version, r.Torch, variant),
+				fmt.Sprintf("The wheel requires %s; pip cannot install nccl %s beside it. Set nccl = %q or remove the attribute.", w.NCCL, r.NCCL, w.NCCL.Version))
+			good = false
+		}
+	}
+	if r.CUDNN != "" {
+		if w.CUDNN == nil {
+			add("cudnn", fmt.Sprintf("torch %s+%s pins no cuDNN, but cudnn = %q", r.Torch, variant, r.CUDNN), "Remove cudnn from a CPU-only image.")
+			good = false
+		} else if r.CUDNN != w.CUDNN.Version {
+			add("cudnn", fmt.Sprintf("cudnn %s differs from the cuDNN %s that torch %s+%s pins", r.CUDNN, w.CUDNN.Version, r.Torch, variant),
+				fmt.Sprintf("The wheel requires %s; pip cannot install cudnn %s beside it. Set cudnn = %q or remove the attribute.", w.CUDNN, r.CUDNN, w.CUDNN.Version))
+			good = false
+		}
+	}
+	return w, good
+}
+
+// choices names the honest options for a CUDA base that has no wheel of its
+// own: the nearest older variant (change the base), and the nearest newer
+// variant of the same CUDA major under minor-version compatibility.
+func choices(rel TorchRelease, cuda string) string {
+	if cuda == "" {
+		return "Set cuda to the base image's CUDA version and choose a published variant."
+	}
+	var older, newer *Wheel
+	for i := range rel.Wheels {
+		w := &rel.Wheels[i]
+		if w.CUDA == "" || w.CUDA == cuda {
+			continue
+		}
+		c := CompareVersions(w.CUDA, cuda)
+		if c < 0 && (older == nil || CompareVersions(w.CUDA, older.CUDA) > 0) {
+			older = w
+		}
+		if c > 0 && major(w.CUDA) == major(cuda) && (newer == nil || CompareVersions(w.CUDA, newer.CUDA) < 0) {
+			newer = w
+		}
+	}
+	var opts []string
+	if older != nil {
+		opts = append(opts, fmt.Sprintf("cuda = %q (a CUDA %s base) with the %s wheels", older.CUDA, older.CUDA, older.Variant))
+	}
+	if newer != nil {
+		floor := "the minor-version floor"
+		if f, ok := LookupDriverFloor(newer.CUDA); ok {
+			floor = f.MinorCompat
+		}
+		opts = append(opts, fmt.Sprintf("keep the CUDA %s base and set torch_variant = %q to run the %s wheels under CUDA minor-version compatibility, which needs driver_floor >= %s", cuda, newer.Variant, newer.Variant, floor))
+	}
+	switch len(opts) {
+	case 0:
+		return fmt.Sprintf("Choose a base whose CUDA matches one of them; CUDA %s has no compatible wheel.", cuda)
+	case 1:
+		return "The honest choice: " + opts[0] + ". imagectl does not pick it for you."
+	}
+	return fmt.Sprintf("Choose one explicitly: (1) %s, or (2) %s. imagectl does not pick for you.", opts[0], opts[1])
+}

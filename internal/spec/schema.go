@@ -1,0 +1,261 @@
+package spec
+
+import (
+	"imagectl/internal/runtime"
+)
+
+// kind is the type of a spec attribute.
+type kind int
+
+const (
+	kString    kind = iota // a string
+	kStrings               // a list of strings
+	kStringMap             // a map of strings; defaults and image merge key by key
+	kBool                  // a bool
+	kInt                   // a whole number
+	kNumber                // a number
+	kSize                  // a byte size: "1GiB", "64MB" or a number of bytes
+	kDuration              // a Go duration string: "30s", "5m", "168h"
+)
+
+func (k kind) String() string {
+	return [...]string{"string", "list(string)", "map(string)", "bool", "number (whole)", "number", "size", "duration"}[k]
+}
+
+// attr is one attribute of a block: its documentation, how its value is
+// checked and where it lands in the Image.
+type attr struct {
+	name    string
+	kind    kind
+	doc     string
+	def     string // the default, as documented ("" shows as "none")
+	example string // an HCL example value
+	// check validates a string (or each string of a list); it returns the
+	// message of a range-positioned error.
+	check func(string) error
+	// min and max bound kInt values; max == 0 means no upper bound.
+	min, max int64
+	// set stores the converted value: string, []string, map[string]string,
+	// bool, int64, float64, int64 bytes, or runtime.Duration.
+	set func(img *Image, v any)
+}
+
+// block is a nested block without labels, at most once per body.
+type block struct {
+	name   string
+	doc    string
+	attrs  []attr
+	blocks []*block
+}
+
+// imageOnly are the attributes an image block has and a defaults block
+// does not.
+var imageOnly = []attr{
+	{name: "name", kind: kString, check: checkName, def: "the block label",
+		example: `"pytorch-2.6-cu${replace(cuda, ".", "")}-py${python}"`,
+		doc:     "The concrete image's name, unique across all loaded specs. Required with a matrix, where it must use the matrix keys so that every combination gets its own name."},
+	{name: "matrix", kind: kStringMap /* documented specially */, def: "none",
+		example: `{ cuda = ["11.8", "12.1"], python = ["3.10", "3.11"] }`,
+		doc:     "An object of lists: one concrete image per combination. Each key is a variable in the block's expressions (`cuda`, `python`). Values are strings, numbers or bools."},
+}
+
+// imageBlock is the schema of an image (and, without imageOnly, defaults) body.
+var imageBlock = &block{
+	name: "image",
+	doc:  "One image, or with `matrix` one image per combination. Attributes not set fall back to the file's `defaults` block.",
+	attrs: []attr{
+		{name: "base", kind: kString, check: checkBaseRef, def: "required",
+			example: `"nvidia/cuda:12.1.1-runtime-ubuntu22.04"`,
+			doc:     "The base image reference, with a tag or a digest.",
+			set:     func(i *Image, v any) { i.Base = v.(string) }},
+		{name: "cuda", kind: kString, check: checkVersion(2), def: "none (CPU-only)",
+			example: `"12.1"`,
+			doc:     "The base image's CUDA toolkit version, major.minor.",
+			set:     func(i *Image, v any) { i.CUDA = v.(string) }},
+		{name: "torch", kind: kString, check: checkVersion(3), def: "none (no torch)",
+			example: `"2.6.0"`,
+			doc:     "The torch release; it must be in the compatibility catalog (`imagectl compat`).",
+			set:     func(i *Image, v any) { i.Torch = v.(string) }},
+		{name: "torch_variant", kind: kString, check: checkVariant, def: `"cu" + cuda without the dot, or "cpu" without cuda`,
+			example: `"cu124"`,
+			doc:     "The torch wheel variant, when it differs from the base's CUDA (e.g. cu124 wheels on a 12.1 base under minor-version compatibility).",
+			set:     func(i *Image, v any) { i.TorchVariant = v.(string) }},
+		{name: "torch_index", kind: kString, check: checkURL, def: "none",
+			example: `var.torch_index`,
+			doc:     "Base URL of the PyTorch wheel index; the lock stage appends the variant's path from the catalog (`whl/cu124`).",
+			set:     func(i *Image, v any) { i.TorchIndex = v.(string) }},
+		{name: "python", kind: kString, check: checkPython, def: "required",
+			example: `"3.11"`,
+			doc:     "The Python minor version.",
+			set:     func(i *Image, v any) { i.Python = v.(string) }},
+		{name: "nccl", kind: kString, check: checkVersion(0), def: "the torch wheel's pin",
+			example: `"2.21.5"`,
+			doc:     "The NCCL version; it must equal what the torch wheel pins.",
+			set:     func(i *Image, v any) { i.NCCL = v.(string) }},
+		{name: "cudnn", kind: kString, check: checkVersion(0), def: "the torch wheel's pin",
+			example: `"9.1.0.70"`,
+			doc:     "The cuDNN version; it must equal what the torch wheel pins.",
+			set:     func(i *Image, v any) { i.CUDNN = v.(string) }},
+		{name: "driver_floor", kind: kString, check: checkVersion(0), def: "required with cuda",
+			example: `"525.60.13"`,
+			doc:     "The lowest NVIDIA driver the image supports; it must be at least what the CUDA version (or the wheel's newer CUDA) needs.",
+			set:     func(i *Image, v any) { i.DriverFloor = v.(string) }},
+		{name: "apt", kind: kStrings, check: checkNonEmpty, def: "[]",
+			example: `["jq", "openssh-server"]`,
+			doc:     `Debian/Ubuntu packages, "name" or "name=version".`,
+			set:     func(i *Image, v any) { i.Apt = v.([]string) }},
+		{name: "pip", kind: kStrings, check: checkNonEmpty, def: "[]",
+			example: `["numpy==1.26.4", "transformers"]`,
+			doc:     "pip requirement specifiers.",
+			set:     func(i *Image, v any) { i.Pip = v.([]string) }},
+		{name: "pip_indexes", kind: kStrings, check: checkURL, def: "[]",
+			example: `[var.wheel_index]`,
+			doc:     "Index URLs for pip, in order.",
+			set:     func(i *Image, v any) { i.PipIndexes = v.([]string) }},
+		{name: "frozen", kind: kStrings, check: checkNonEmpty, def: "[]",
+			example: `["numpy"]`,
+			doc:     "Package names the monthly refresh must not move, beyond the always-frozen torch, CUDA and Python minor.",
+			set:     func(i *Image, v any) { i.Frozen = v.([]string) }},
+		{name: "env", kind: kStringMap, def: "{}",
+			example: `{ PYTHONUNBUFFERED = "1" }`,
+			doc:     "Environment variables of the image; merged key by key with the defaults.",
+			set:     func(i *Image, v any) { i.Env = v.(map[string]string) }},
+		{name: "labels", kind: kStringMap, def: "{}",
+			example: `{ "org.opencontainers.image.title" = "pytorch" }`,
+			doc:     "Image labels; merged key by key with the defaults.",
+			set:     func(i *Image, v any) { i.Labels = v.(map[string]string) }},
+	},
+	blocks: []*block{reposBlock, runtimeBlock, verifyBlock, policyBlock},
+}
+
+var reposBlock = &block{
+	name: "repos",
+	doc:  "Target repositories.",
+	attrs: []attr{
+		{name: "staging", kind: kString, check: checkRepo, def: "required",
+			example: `"${var.registry}/imagectl/staging/demo"`,
+			doc:     "Receives every build, by digest.",
+			set:     func(i *Image, v any) { i.Repos.Staging = v.(string) }},
+		{name: "release", kind: kString, check: checkRepo, def: "required",
+			example: `"${var.registry}/imagectl/demo"`,
+			doc:     "Receives promoted digests and their release tags.",
+			set:     func(i *Image, v any) { i.Repos.Release = v.(string) }},
+	},
+}
+
+var runtimeBlock = &block{
+	name: "runtime",
+	doc:  "The init's configuration (imagectl-init, PID 1), baked into the image; maps onto runtime.Config.",
+	attrs: []attr{
+		{name: "swappiness", kind: kInt, min: 0, max: 200, def: "unchanged",
+			example: `1`,
+			doc:     "Written to /proc/sys/vm/swappiness at start.",
+			set:     func(i *Image, v any) { n := int(v.(int64)); i.Runtime.Swappiness = &n }},
+		{name: "min_shm", kind: kSize, def: "no check",
+			example: `"1GiB"`,
+			doc:     "The smallest /dev/shm the workload needs.",
+			set:     func(i *Image, v any) { i.Runtime.MinShmBytes = v.(int64) }},
+		{name: "tmpdir", kind: kString, check: checkAbsPath, def: "TMPDIR unchanged",
+			example: `"/storage/tmp"`,
+			doc:     "Exported as TMPDIR (created 0775).",
+			set:     func(i *Image, v any) { i.Runtime.TmpDir = v.(string) }},
+		{name: "driver_policy", kind: kString, check: checkOneOf("fail", "warn"), def: `"warn"`,
+			example: `"fail"`,
+			doc:     `What the init does when the driver is below driver_floor: "fail" or "warn".`,
+			set:     func(i *Image, v any) { i.Runtime.DriverPolicy = v.(string) }},
+		{name: "fingerprint_path", kind: kString, check: checkAbsPath, def: "no fingerprint",
+			example: `"/storage/.imagectl/fingerprint.json"`,
+			doc:     "Where the environment fingerprint is written.",
+			set:     func(i *Image, v any) { i.Runtime.FingerprintPath = v.(string) }},
+		{name: "grace_period", kind: kDuration, def: `"10s"`,
+			example: `"30s"`,
+			doc:     "How long the init waits after forwarding a terminating signal before SIGKILL.",
+			set:     func(i *Image, v any) { i.Runtime.GracePeriod = v.(runtime.Duration) }},
+		{name: "quiet", kind: kBool, def: "false",
+			example: `true`,
+			doc:     "Suppresses the init's one-line summary on the happy path.",
+			set:     func(i *Image, v any) { i.Runtime.Quiet = v.(bool) }},
+	},
+	blocks: []*block{storageBlock, cachesBlock},
+}
+
+var storageBlock = &block{
+	name: "storage",
+	doc:  "The persistent storage the init waits for.",
+	attrs: []attr{
+		{name: "path", kind: kString, check: checkAbsPath, def: "none",
+			example: `"/storage"`,
+			doc:     "Mount point of the persistent storage.",
+			set:     func(i *Image, v any) { i.Runtime.Storage.Path = v.(string) }},
+		{name: "ready_file", kind: kString, check: checkAbsPath, def: "none",
+			example: `"/storage/.ready"`,
+			doc:     "A file whose existence means the storage is ready.",
+			set:     func(i *Image, v any) { i.Runtime.Storage.ReadyFile = v.(string) }},
+		{name: "timeout", kind: kDuration, def: `"60s"`,
+			example: `"30s"`,
+			doc:     "How long to wait for the storage.",
+			set:     func(i *Image, v any) { i.Runtime.Storage.Timeout = v.(runtime.Duration) }},
+		{name: "required", kind: kBool, def: "false",
+			example: `true`,
+			doc:     "Makes a timeout fatal (exit 75); otherwise the init warns and falls back to local paths.",
+			set:     func(i *Image, v any) { i.Runtime.Storage.Required = v.(bool) }},
+	},
+}
+
+var cachesBlock = &block{
+	name: "caches",
+	doc:  "Compile and model cache directories, usually on storage.",
+	attrs: []attr{
+		{name: "inductor", kind: kString, check: checkAbsPath, def: "unset", example: `"/storage/cache/inductor"`,
+			doc: "TORCHINDUCTOR_CACHE_DIR.", set: func(i *Image, v any) { i.Runtime.Caches.Inductor = v.(string) }},
+		{name: "triton", kind: kString, check: checkAbsPath, def: "unset", example: `"/storage/cache/triton"`,
+			doc: "TRITON_CACHE_DIR.", set: func(i *Image, v any) { i.Runtime.Caches.Triton = v.(string) }},
+		{name: "tensorrt", kind: kString, check: checkAbsPath, def: "unset", example: `"/storage/cache/tensorrt"`,
+			doc: "The TensorRT engine and timing cache.", set: func(i *Image, v any) { i.Runtime.Caches.TensorRT = v.(string) }},
+		{name: "hf", kind: kString, check: checkAbsPath, def: "unset", example: `"/storage/cache/huggingface"`,
+			doc: "HF_HOME.", set: func(i *Image, v any) { i.Runtime.Caches.HF = v.(string) }},
+		{name: "cuda", kind: kString, check: checkAbsPath, def: "unset", example: `"/storage/cache/cuda"`,
+			doc: "CUDA_CACHE_PATH (the CUDA JIT cache).", set: func(i *Image, v any) { i.Runtime.Caches.CUDA = v.(string) }},
+		{name: "gc_max_age", kind: kDuration, def: "keep", example: `"168h"`,
+			doc: "Removes cache entries not modified for longer than this.", set: func(i *Image, v any) { i.Runtime.Caches.GCMaxAge = v.(runtime.Duration) }},
+		{name: "gc_max_size", kind: kSize, def: "unlimited", example: `"50GiB"`,
+			doc: "Trims the compile caches, oldest first, to this total.", set: func(i *Image, v any) { i.Runtime.Caches.GCMaxBytes = v.(int64) }},
+	},
+}
+
+var verifyBlock = &block{
+	name: "verify",
+	doc:  "Thresholds of the verify stage; maps onto spec.Verify.",
+	attrs: []attr{
+		{name: "cpu_only", kind: kBool, def: "false", example: `true`,
+			doc: "The image needs no GPU: GPU checks are skipped, not failed.", set: func(i *Image, v any) { i.Verify.CPUOnly = v.(bool) }},
+		{name: "min_gpus", kind: kInt, min: 0, max: 1 << 16, def: "1", example: `2`,
+			doc: "The smallest GPU count verification accepts.", set: func(i *Image, v any) { i.Verify.MinGPUs = int(v.(int64)) }},
+		{name: "min_busbw_gbps", kind: kNumber, def: "no floor", example: `200`,
+			doc: "All-reduce bus bandwidth floor in GB/s.", set: func(i *Image, v any) { i.Verify.MinBusBandwidthGBps = v.(float64) }},
+		{name: "allreduce_size", kind: kSize, def: `"256MiB"`, example: `"1GiB"`,
+			doc: "All-reduce message size.", set: func(i *Image, v any) { i.Verify.AllReduceBytes = v.(int64) }},
+		{name: "compile_cache", kind: kBool, def: "false", example: `true`,
+			doc: "Turns the torch.compile cache-reuse check on.", set: func(i *Image, v any) { i.Verify.CompileCache = v.(bool) }},
+		{name: "timeout", kind: kDuration, def: `"10m"`, example: `"15m"`,
+			doc: "Bounds the whole verification.", set: func(i *Image, v any) { i.Verify.Timeout = v.(runtime.Duration) }},
+	},
+}
+
+var policyBlock = &block{
+	name: "policy",
+	doc:  "Image policy rules checked at lock and build time; maps onto spec.Policy.",
+	attrs: []attr{
+		{name: "ssh_key_only", kind: kBool, def: "false", example: `true`,
+			doc: "An installed sshd must disable password logins.", set: func(i *Image, v any) { i.Policy.SSHKeyOnly = v.(bool) }},
+		{name: "forbidden_packages", kind: kStrings, check: checkNonEmpty, def: "[]", example: `["telnet", "rsh-server"]`,
+			doc: "Packages that must not be in the resolved apt or pip closure.", set: func(i *Image, v any) { i.Policy.ForbiddenPackages = v.([]string) }},
+	},
+}
+
+// variableAttrs are the attributes of a variable block.
+var variableAttrs = []attr{
+	{name: "type", kind: kString, def: "any", example: `string`, doc: "A type constraint: string, number, bool, list(string), map(string), ..."},
+	{name: "default", kind: kString, def: "none (the variable must be set)", example: `"127.0.0.1:5000"`, doc: "The value when neither --var nor IMAGECTL_VAR_<name> sets one."},
+	{name: "description", kind: kString, def: `""`, example: `"registry host:port"`, doc: "What the variable is for."},
+}

@@ -1,0 +1,179 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"imagectl/internal/compat"
+	"imagectl/internal/runtime"
+)
+
+// sizeUnits maps a size suffix to its multiplier: SI (kB, MB, ...) and
+// IEC (KiB, MiB, ...).
+var sizeUnits = map[string]int64{
+	"":    1,
+	"B":   1,
+	"kB":  1000,
+	"KB":  1000,
+	"MB":  1000 * 1000,
+	"GB":  1000 * 1000 * 1000,
+	"TB":  1000 * 1000 * 1000 * 1000,
+	"KiB": 1 << 10,
+	"MiB": 1 << 20,
+	"GiB": 1 << 30,
+	"TiB": 1 << 40,
+}
+
+var sizeRE = regexp.MustCompile(`^\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$`)
+
+// ParseSize parses a byte size: "1GiB", "64MB", "512" (bytes), "1.5GiB".
+// Negative sizes and unknown units are errors.
+func ParseSize(s string) (int64, error) {
+	m := sizeRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("size %q is not a number with a unit such as \"64MB\" or \"1GiB\"", s)
+	}
+	mult, ok := sizeUnits[m[2]]
+	if !ok {
+		return 0, fmt.Errorf("size %q has an unknown unit %q (use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB)", s, m[2])
+	}
+	if strings.HasPrefix(m[1], "-") {
+		return 0, fmt.Errorf("size %q is negative", s)
+	}
+	f, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	v := f * float64(mult)
+	if v >= math.MaxInt64 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	if v != math.Trunc(v) {
+		return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
+	}
+	return int64(v), nil
+}
+
+// ParseDuration parses a Go duration string ("30s", "5m", "168h"). Negative
+// durations are errors.
+func ParseDuration(s string) (runtime.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("duration %q is not a Go duration such as \"30s\", \"5m\" or \"168h\"", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	return runtime.Duration(d), nil
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+
+func checkName(s string) error {
+	if len(s) > 128 || !nameRE.MatchString(s) {
+		return fmt.Errorf("image name %q must be lowercase letters, digits, '.', '_' and '-', starting with a letter or digit, at most 128 characters", s)
+	}
+	return nil
+}
+
+func checkBaseRef(s string) error {
+	ref, err := name.ParseReference(s)
+	if err != nil {
+		return fmt.Errorf("base %q is not a valid image reference: %v", s, err)
+	}
+	if t, ok := ref.(name.Tag); ok && !strings.HasSuffix(s, ":"+t.TagStr()) {
+		return fmt.Errorf("base %q names no tag or digest; pin one (e.g. %s:TAG)", s, s)
+	}
+	return nil
+}
+
+func checkRepo(s string) error {
+	if _, err := name.NewRepository(s); err != nil {
+		return fmt.Errorf("%q is not a valid repository (registry/path, no tag or digest): %v", s, err)
+	}
+	return nil
+}
+
+func checkVersion(parts int) func(string) error {
+	return func(s string) error {
+		if compat.IsVersion(s, parts) {
+			return nil
+		}
+		switch parts {
+		case 2:
+			return fmt.Errorf("%q is not a major.minor version such as \"12.1\"", s)
+		case 3:
+			return fmt.Errorf("%q is not a major.minor.patch version such as \"2.6.0\"", s)
+		}
+		return fmt.Errorf("%q is not a dotted version such as \"2.21.5\"", s)
+	}
+}
+
+func checkPython(s string) error {
+	if !compat.IsVersion(s, 2) || !strings.HasPrefix(s, "3.") {
+		return fmt.Errorf("python %q is not a Python 3 minor version such as \"3.11\"", s)
+	}
+	return nil
+}
+
+var variantRE = regexp.MustCompile(`^(cpu|cu[0-9]{3,4})$`)
+
+func checkVariant(s string) error {
+	if !variantRE.MatchString(s) {
+		return fmt.Errorf("torch_variant %q is not \"cpu\" or \"cuNNN\" such as \"cu124\"", s)
+	}
+	return nil
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
+}
+
+func checkAbsPath(s string) error {
+	if !path.IsAbs(s) {
+		return fmt.Errorf("%q is not an absolute path", s)
+	}
+	if path.Clean(s) != s {
+		return fmt.Errorf("%q is not clean; write %q", s, path.Clean(s))
+	}
+	return nil
+}
+
+func checkNonEmpty(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("empty string")
+	}
+	return nil
+}
+
+func checkOneOf(vals ...string) func(string) error {
+	return func(s string) error {
+		for _, v := range vals {
+			if s == v {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of %s", s, strings.Join(quoteAll(vals), ", "))
+	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}

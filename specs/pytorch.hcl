@@ -1,0 +1,113 @@
+# The platform's monthly PyTorch 2.6 images: CUDA 11.8 and 12.1, each for
+# Python 3.10 and 3.11 (four concrete images from one matrix). The monthly
+# refresh re-locks them; torch, CUDA, Python and the pins below stay frozen.
+#
+# Base images are referenced, not pulled, until a build runs where a registry
+# holding them is reachable.
+
+variable "registry" {
+  type        = string
+  default     = "127.0.0.1:5000"
+  description = "host:port of the registry receiving the builds"
+}
+
+variable "torch_index" {
+  type        = string
+  default     = null
+  description = "base URL of the PyTorch wheel index (the lock appends the variant's path, e.g. whl/cu124); set it with --var torch_index=URL or IMAGECTL_VAR_torch_index"
+}
+
+defaults {
+  torch       = "2.6.0"
+  torch_index = var.torch_index
+
+  # 525.60.13 is the lowest driver that runs any CUDA 12.x under minor-version
+  # compatibility, and it is above what CUDA 11.8 needs (450.80.02 under minor
+  # compatibility). It is the platform's own requirement, so both CUDA lines
+  # share it.
+  driver_floor = "525.60.13"
+
+  # Every torch 2.6.0 CUDA wheel pins NCCL 2.21.5 and the cu118/cu124 ones
+  # cuDNN 9.1.0.70; writing them here makes a catalog change visible in review.
+  nccl  = "2.21.5"
+  cudnn = "9.1.0.70"
+
+  apt = ["ca-certificates", "openssh-server", "tini"]
+  pip = ["numpy", "pillow", "tqdm"]
+
+  env = {
+    PYTHONUNBUFFERED = "1"
+    PIP_NO_CACHE_DIR = "1"
+  }
+  labels = {
+    "org.opencontainers.image.vendor" = "platform"
+  }
+
+  repos {
+    staging = "${var.registry}/platform/staging/pytorch"
+    release = "${var.registry}/platform/pytorch"
+  }
+
+  runtime {
+    storage {
+      path       = "/storage"
+      ready_file = "/storage/.ready"
+      timeout    = "120s"
+      required   = false
+    }
+    swappiness       = 1
+    min_shm          = "16GiB"
+    tmpdir           = "/storage/tmp"
+    driver_policy    = "warn"
+    fingerprint_path = "/storage/.imagectl/fingerprint.json"
+    caches {
+      inductor    = "/storage/cache/torchinductor"
+      triton      = "/storage/cache/triton"
+      tensorrt    = "/storage/cache/tensorrt"
+      hf          = "/storage/cache/huggingface"
+      cuda        = "/storage/cache/nv"
+      gc_max_age  = "720h"
+      gc_max_size = "50GiB"
+    }
+  }
+
+  verify {
+    min_gpus       = 1
+    min_busbw_gbps = 100
+    allreduce_size = "256MiB"
+    compile_cache  = true
+    timeout        = "15m"
+  }
+
+  policy {
+    ssh_key_only       = true
+    forbidden_packages = ["telnetd", "rsh-server"]
+  }
+}
+
+image "pytorch-2.6" {
+  matrix = {
+    cuda   = ["11.8", "12.1"]
+    python = ["3.10", "3.11"]
+  }
+  name   = "pytorch-2.6-cu${replace(cuda, ".", "")}-py${python}"
+  cuda   = cuda
+  python = python
+
+  # The runtime flavour, without cuDNN 8: the torch wheels bring their own
+  # cuDNN 9 (and CUDA runtime libraries) from pip.
+  base = "nvidia/cuda:${{ "11.8" = "11.8.0", "12.1" = "12.1.1" }[cuda]}-runtime-ubuntu22.04"
+
+  # torch 2.6.0 publishes no cu121 wheel (only cu118, cu124, cu126; cu121
+  # stops at 2.5.1). For the CUDA 12.1 images we choose, explicitly, the
+  # cu124 wheels on the 12.1 base: they bring their own CUDA 12.4 runtime
+  # and run on the 12.1 base's driver requirement under CUDA minor-version
+  # compatibility, which needs a driver >= 525.60.13 (driver_floor above).
+  # The other honest choice would have been the cu118 wheels, i.e. not a
+  # CUDA 12 image at all. The 11.8 images use the matching cu118 wheels.
+  torch_variant = cuda == "12.1" ? "cu124" : "cu118"
+
+  labels = {
+    "org.opencontainers.image.title" = "pytorch 2.6 (CUDA ${cuda}, Python ${python})"
+  }
+}

@@ -1,0 +1,94 @@
+package verify
+
+import (
+	"errors"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// Option configures Run.
+type Option func(*options) error
+
+type options struct {
+	image       *name.Digest
+	runtime     Runtime
+	prober      GPUProber
+	iters       int
+	warmup      int
+	cacheParent string
+	now         func() time.Time
+}
+
+func makeOptions(opts ...Option) (*options, error) {
+	o := &options{
+		prober: NVML{},
+		iters:  20,
+		warmup: 5,
+		now:    time.Now,
+	}
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			return nil, err
+		}
+	}
+	if o.runtime == nil {
+		o.runtime = &InPlace{}
+	}
+	return o, nil
+}
+
+// WithImage names the image digest the result is bound to. The default is
+// none: Result.Image and Result.Digest stay empty.
+func WithImage(ref name.Digest) Option {
+	return func(o *options) error {
+		o.image = &ref
+		return nil
+	}
+}
+
+// WithRuntime sets how the probes run inside the image. The default is
+// &InPlace{}.
+func WithRuntime(r Runtime) Option {
+	return func(o *options) error {
+		if r == nil {
+			return errors.New("verify: nil runtime")
+		}
+		o.runtime = r
+		return nil
+	}
+}
+
+// WithGPUProber sets where host GPU facts come from. The default is NVML{}.
+// nil takes them from the image's torch probe instead (driver from
+// /proc/driver/nvidia/version, devices from torch), for probe output
+// recorded on another machine.
+func WithGPUProber(p GPUProber) Option {
+	return func(o *options) error {
+		o.prober = p
+		return nil
+	}
+}
+
+// WithAllReduceIters sets the timed all-reduce iterations and the warm-up
+// iterations before them. The default is 20 and 5.
+func WithAllReduceIters(iters, warmup int) Option {
+	return func(o *options) error {
+		if iters <= 0 || warmup < 0 {
+			return errors.New("verify: all-reduce iterations must be positive")
+		}
+		o.iters, o.warmup = iters, warmup
+		return nil
+	}
+}
+
+// WithCompileCacheParent sets the folder inside the image under which the
+// compile-cache check makes its fresh cache folder. The default is the
+// TORCHINDUCTOR_CACHE_DIR the init exported, else the lock's
+// runtime.caches.inductor, else /tmp.
+func WithCompileCacheParent(dir string) Option {
+	return func(o *options) error {
+		o.cacheParent = dir
+		return nil
+	}
+}

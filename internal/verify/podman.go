@@ -1,0 +1,112 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// probeMount is where the probe scripts are mounted inside the container.
+const probeMount = "/imagectl-probes"
+
+// Podman runs every probe in a fresh container of the image with podman
+// (or docker: the flags used are common to both). The image's entrypoint
+// (the init) stays in place, so the probes see the environment it sets.
+type Podman struct {
+	// Binary is the container CLI. The default is "podman".
+	Binary string
+	// Image is what the CLI runs: a reference (repo@sha256:...) or a
+	// transport path such as oci:DIR or oci-archive:FILE.
+	Image string
+	// Python is the interpreter inside the image. The default is python3.
+	Python string
+	// GPUFlags give a probe with GPU set the host's GPUs. The default is
+	// CDI, ["--device", "nvidia.com/gpu=all"]; docker takes ["--gpus", "all"].
+	GPUFlags []string
+	// ShmSize is --shm-size. The default is "1g".
+	ShmSize string
+	// Storage is a host folder mounted at StoragePath (the lock's
+	// runtime.storage.path); empty mounts nothing.
+	Storage     string
+	StoragePath string
+	// Ulimits are passed as --ulimit. The default, nofile=1024:1024 and
+	// nproc=1024:1024, is what rootful podman needs on a machine without
+	// CAP_SYS_RESOURCE (its default rlimits are refused there).
+	Ulimits []string
+	// ExtraArgs go before the image, after every other flag.
+	ExtraArgs []string
+	probes    probeDir
+}
+
+// Name implements Runtime.
+func (r *Podman) Name() string {
+	if r.Binary != "" && strings.HasSuffix(r.Binary, "docker") {
+		return "docker"
+	}
+	return "podman"
+}
+
+// Args returns the command line that runs p (without the binary).
+func (r *Podman) Args(probeDir string, p Probe) []string {
+	args := []string{"run", "--rm", "--network=none"}
+	ulimits := r.Ulimits
+	if ulimits == nil {
+		ulimits = []string{"nofile=1024:1024", "nproc=1024:1024"}
+	}
+	for _, u := range ulimits {
+		args = append(args, "--ulimit", u)
+	}
+	shm := r.ShmSize
+	if shm == "" {
+		shm = "1g"
+	}
+	args = append(args, "--shm-size", shm)
+	if p.GPU {
+		gpu := r.GPUFlags
+		if gpu == nil {
+			gpu = []string{"--device", "nvidia.com/gpu=all"}
+		}
+		args = append(args, gpu...)
+	}
+	args = append(args, "-v", probeDir+":"+probeMount+":ro")
+	if r.Storage != "" && r.StoragePath != "" {
+		args = append(args, "-v", r.Storage+":"+r.StoragePath)
+	}
+	if isLoopbackRegistry(r.Image) {
+		args = append(args, "--tls-verify=false")
+	}
+	args = append(args, r.ExtraArgs...)
+	py := r.Python
+	if py == "" {
+		py = "python3"
+	}
+	args = append(args, r.Image, py, probeMount+"/"+p.Script)
+	return append(args, p.Args...)
+}
+
+// Exec implements Runtime.
+func (r *Podman) Exec(ctx context.Context, p Probe) ([]byte, error) {
+	if r.Image == "" {
+		return nil, fmt.Errorf("podman runtime: no image")
+	}
+	dir, err := r.probes.path()
+	if err != nil {
+		return nil, fmt.Errorf("writing probe scripts: %w", err)
+	}
+	bin := r.Binary
+	if bin == "" {
+		bin = "podman"
+	}
+	if _, err := exec.LookPath(bin); err != nil {
+		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("container runtime: %w", err)}
+	}
+	return runCommand(ctx, p.Name, exec.CommandContext(ctx, bin, r.Args(dir, p)...))
+}
+
+// Close implements Runtime.
+func (r *Podman) Close() error { return r.probes.close() }
+
+func isLoopbackRegistry(ref string) bool {
+	return strings.HasPrefix(ref, "127.0.0.1:") || strings.HasPrefix(ref, "localhost:") || strings.HasPrefix(ref, "[::1]:")
+}

@@ -1,0 +1,232 @@
+// Package verify proves, on real GPUs, that an image does what its lock
+// says. Host facts come from NVML (driver floor, GPUs, compute capability,
+// MIG, NVLink); in-image facts from small Python probes run through a
+// Runtime (in-place, podman/docker, or replayed from a Kubernetes Job's
+// log): interpreter and wheel set, torch/CUDA/cuDNN/NCCL versions, CUDA
+// availability, an NCCL all-reduce over every GPU with its bus bandwidth,
+// torch.compile cache reuse across two processes, /dev/shm, TMPDIR, cache
+// paths and the init's fingerprint.
+//
+// The Result is the predicate of the verification attestation that
+// promotion requires.
+package verify
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"imagectl/internal/lock"
+	"imagectl/internal/logs"
+)
+
+// DefaultTimeout bounds a verification when the lock sets none.
+const DefaultTimeout = 10 * time.Minute
+
+// Run verifies the image described by l and returns the result. When a
+// check fails it returns the result and a *FailedError; when verification
+// could not run it returns what it has and a *NotRunError.
+func Run(ctx context.Context, l *lock.Lock, opts ...Option) (*Result, error) {
+	if l == nil {
+		return nil, errors.New("verify: nil lock")
+	}
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer o.runtime.Close()
+	start := o.now()
+	res := &Result{LockDigest: l.Digest, Runtime: o.runtime.Name(), StartedAt: start.UTC()}
+	if o.image != nil {
+		res.Image = o.image.String()
+		res.Digest = o.image.DigestStr()
+	}
+	timeout := time.Duration(l.Verify.Timeout)
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	r := &runner{l: l, o: o, res: res}
+	runErr := r.run(ctx)
+	res.Duration = time.Since(start).Round(time.Millisecond).String()
+	if runErr != nil {
+		return res, runErr
+	}
+	var failed []string
+	for _, c := range res.Checks {
+		if c.Status == Fail {
+			failed = append(failed, c.Name)
+		}
+	}
+	res.Passed = len(failed) == 0
+	if !res.Passed {
+		return res, &FailedError{Image: res.Image, Failed: failed}
+	}
+	return res, nil
+}
+
+type runner struct {
+	l   *lock.Lock
+	o   *options
+	res *Result
+}
+
+// exec runs p and decodes its result line into v; it returns the wall time.
+func (r *runner) exec(ctx context.Context, p Probe, v any) (float64, error) {
+	t := time.Now()
+	out, err := r.o.runtime.Exec(ctx, p)
+	secs := time.Since(t).Seconds()
+	logs.From(ctx).Info("probe done", "probe", p.Name, "seconds", fmt.Sprintf("%.2f", secs), "err", err)
+	if perr := parseProbe(p.Name, out, v); perr != nil {
+		if err != nil {
+			return secs, err
+		}
+		return secs, perr
+	}
+	return secs, nil
+}
+
+func (r *runner) run(ctx context.Context) error {
+	l, o := r.l, r.o
+	cpuOnly := l.Verify.CPUOnly
+	withTorch := l.Core.Torch != ""
+
+	var host Host
+	var gpuErr error
+	var hostSecs float64
+	if o.prober != nil {
+		t := time.Now()
+		host, gpuErr = o.prober.Probe(ctx)
+		hostSecs = time.Since(t).Seconds()
+	}
+	gpu := o.prober != nil && gpuErr == nil && !cpuOnly
+
+	var env envOut
+	envArgs := []string{}
+	if fp := l.Runtime.FingerprintPath; fp != "" {
+		envArgs = append(envArgs, "--fingerprint", fp)
+	}
+	envSecs, err := r.exec(ctx, Probe{Name: "env", Script: "env.py", Args: envArgs, GPU: gpu}, &env)
+	if err != nil {
+		return &NotRunError{Stage: r.o.runtime.Name() + " probe env", Err: err}
+	}
+
+	var tor torchOut
+	var torchErr error
+	var torchSecs float64
+	if withTorch {
+		torchSecs, torchErr = r.exec(ctx, Probe{Name: "torch", Script: "torchinfo.py", GPU: gpu}, &tor)
+		if torchErr == nil && tor.Error != "" {
+			torchErr = errors.New(tor.Error)
+		}
+	}
+	if o.prober == nil {
+		host, gpuErr = hostFromTorch(tor, withTorch, torchErr)
+		gpu = gpuErr == nil && !cpuOnly
+	}
+	host.Hostname = firstNonEmpty(host.Hostname, hostname())
+	r.res.Host = host
+
+	r.add(hostChecks(l, host, gpuErr, hostSecs)...)
+	r.add(envChecks(l, env, envSecs)...)
+	if !withTorch {
+		r.add(Check{Name: "torch.import", Status: Skip, Detail: "the lock has no torch"})
+		return nil
+	}
+	if torchErr != nil {
+		r.add(Check{Name: "torch.import", Status: Fail, Detail: torchErr.Error(), Seconds: torchSecs})
+		return nil
+	}
+	r.add(torchChecks(l, tor, gpu, len(host.GPUs), torchSecs)...)
+	cudaOK := gpu && tor.CUDAAvailable && tor.DeviceCount > 0
+
+	// NCCL all-reduce over every visible GPU.
+	switch {
+	case cpuOnly:
+		r.add(Check{Name: "nccl.allreduce", Status: Skip, Detail: "CPU-only image"})
+	case !cudaOK:
+		r.add(Check{Name: "nccl.allreduce", Status: Skip, Detail: "no GPU visible"})
+	default:
+		nbytes := l.Verify.AllReduceBytes
+		if nbytes <= 0 {
+			nbytes = 256 << 20
+		}
+		var ar allReduceOut
+		secs, err := r.exec(ctx, Probe{Name: "allreduce", Script: "allreduce.py", GPU: true, Args: []string{
+			"--bytes", fmt.Sprint(nbytes), "--iters", fmt.Sprint(o.iters), "--warmup", fmt.Sprint(o.warmup),
+		}}, &ar)
+		r.add(allReduceChecks(l, ar, err, secs)...)
+	}
+
+	// torch.compile, then again in a fresh process with the same cache.
+	switch {
+	case !l.Verify.CompileCache:
+		r.add(Check{Name: "compile.cache", Status: Skip, Detail: "verify.compile_cache is off in the lock"})
+	case !cudaOK && !cpuOnly:
+		r.add(Check{Name: "compile.cache", Status: Skip, Detail: "no GPU visible"})
+	default:
+		device := "cuda"
+		if !cudaOK {
+			device = "cpu"
+		}
+		dir := path.Join(r.cacheParent(env), "imagectl-verify-"+randomHex(6))
+		var cold, warm compileOut
+		coldSecs, coldErr := r.exec(ctx, Probe{Name: "compile-cold", Script: "compile.py", GPU: gpu,
+			Args: []string{"--cache-dir", dir, "--phase", "cold", "--device", device}}, &cold)
+		var warmSecs float64
+		var warmErr error
+		if coldErr == nil {
+			warmSecs, warmErr = r.exec(ctx, Probe{Name: "compile-warm", Script: "compile.py", GPU: gpu,
+				Args: []string{"--cache-dir", dir, "--phase", "warm", "--device", device, "--remove-after"}}, &warm)
+		}
+		r.add(compileCheck(cold, warm, coldErr, warmErr, coldSecs+warmSecs))
+	}
+	return nil
+}
+
+func (r *runner) add(c ...Check) { r.res.Checks = append(r.res.Checks, c...) }
+
+// cacheParent is where the compile-cache check makes its fresh folder: on
+// the same file system as the cache the init configured.
+func (r *runner) cacheParent(env envOut) string {
+	return firstNonEmpty(r.o.cacheParent, env.Env["TORCHINDUCTOR_CACHE_DIR"], r.l.Runtime.Caches.Inductor, "/tmp")
+}
+
+// hostFromTorch builds host facts from the torch probe, for runtimes whose
+// host cannot be asked through NVML (a Kubernetes node).
+func hostFromTorch(t torchOut, withTorch bool, torchErr error) (Host, error) {
+	h := Host{DriverVersion: t.Driver}
+	switch {
+	case !withTorch:
+		return h, fmt.Errorf("%w: the image has no torch to ask and no NVML prober was given", ErrNoGPU)
+	case torchErr != nil:
+		return h, fmt.Errorf("%w: %v", ErrNoGPU, torchErr)
+	case !t.CUDAAvailable || t.DeviceCount == 0:
+		return h, fmt.Errorf("%w: torch.cuda.is_available() is false", ErrNoGPU)
+	}
+	for i, d := range t.Devices {
+		h.GPUs = append(h.GPUs, GPU{Index: i, Name: d.Name, ComputeCapability: d.Capability})
+	}
+	return h, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

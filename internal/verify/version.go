@@ -1,0 +1,150 @@
+package verify
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// parseVersion splits a dotted numeric version ("580.159.04").
+func parseVersion(v string) ([]int, error) {
+	if v == "" {
+		return nil, fmt.Errorf("empty version")
+	}
+	parts := strings.Split(v, ".")
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("version %q: %q is not a number", v, p)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// versionAtLeast reports whether have >= floor, comparing numerically
+// component by component (missing components are 0).
+func versionAtLeast(have, floor string) (bool, error) {
+	h, err := parseVersion(have)
+	if err != nil {
+		return false, err
+	}
+	f, err := parseVersion(floor)
+	if err != nil {
+		return false, err
+	}
+	for i := 0; i < max(len(h), len(f)); i++ {
+		var a, b int
+		if i < len(h) {
+			a = h[i]
+		}
+		if i < len(f) {
+			b = f[i]
+		}
+		if a != b {
+			return a > b, nil
+		}
+	}
+	return true, nil
+}
+
+// versionPrefix reports whether the components of want are a prefix of
+// have's: "3.11" matches "3.11.2", "9.1.0.70" matches a reported "9.1.0"
+// only through cudnnMatches.
+func versionPrefix(want, have string) bool {
+	w := strings.Split(want, ".")
+	h := strings.Split(have, ".")
+	if len(w) > len(h) {
+		return false
+	}
+	for i := range w {
+		if w[i] != h[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// cudaFromVariant maps a torch wheel variant to its CUDA runtime version:
+// "cu124" -> "12.4", "cu130" -> "13.0". It returns "" for "cpu" and
+// anything it cannot read.
+func cudaFromVariant(v string) string {
+	d, ok := strings.CutPrefix(v, "cu")
+	if !ok || len(d) < 2 {
+		return ""
+	}
+	if _, err := strconv.Atoi(d); err != nil {
+		return ""
+	}
+	return d[:len(d)-1] + "." + d[len(d)-1:]
+}
+
+// cudnnString renders torch.backends.cudnn.version(): 90100 -> "9.1.0"
+// (cuDNN 9 encodes major*10000+minor*100+patch), 8902 -> "8.9.2"
+// (cuDNN 8 and older encode major*1000+minor*100+patch).
+func cudnnString(v int) string {
+	if v >= 90000 {
+		return fmt.Sprintf("%d.%d.%d", v/10000, (v%10000)/100, v%100)
+	}
+	return fmt.Sprintf("%d.%d.%d", v/1000, (v%1000)/100, v%100)
+}
+
+// cudnnMatches compares the locked cuDNN wheel version ("9.1.0.70") with
+// the version torch reports ("9.1.0"): the first three components must match.
+func cudnnMatches(locked, reported string) bool {
+	l := strings.Split(locked, ".")
+	if len(l) > 3 {
+		l = l[:3]
+	}
+	return versionPrefix(strings.Join(l, "."), reported)
+}
+
+// archSupports reports whether a torch wheel built for archs ("sm_80",
+// "sm_90", "compute_90") runs on a GPU of compute capability cc ("9.0"),
+// and how: an exact cubin, a cubin of the same major and a lower minor
+// (binary compatible), or PTX of a lower or equal capability (JIT).
+func archSupports(archs []string, cc string) (bool, string) {
+	maj, mnr, ok := splitCC(cc)
+	if !ok {
+		return false, fmt.Sprintf("unreadable compute capability %q", cc)
+	}
+	best := ""
+	for _, a := range archs {
+		kind, num, found := strings.Cut(a, "_")
+		if !found {
+			continue
+		}
+		num = strings.TrimRight(num, "af") // sm_90a, sm_100f: family-specific cubins
+		if len(num) < 2 {
+			continue
+		}
+		am, err1 := strconv.Atoi(num[:len(num)-1])
+		an, err2 := strconv.Atoi(num[len(num)-1:])
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		switch {
+		case kind == "sm" && am == maj && an == mnr:
+			return true, "exact cubin " + a
+		case kind == "sm" && am == maj && an < mnr:
+			best = "binary-compatible cubin " + a
+		case kind == "compute" && (am < maj || am == maj && an <= mnr) && best == "":
+			best = "PTX " + a + " (JIT at first use)"
+		}
+	}
+	if best != "" {
+		return true, best
+	}
+	return false, "no cubin or PTX for it among " + strings.Join(archs, " ")
+}
+
+func splitCC(cc string) (int, int, bool) {
+	a, b, ok := strings.Cut(cc, ".")
+	if !ok {
+		return 0, 0, false
+	}
+	maj, err1 := strconv.Atoi(a)
+	mnr, err2 := strconv.Atoi(b)
+	return maj, mnr, err1 == nil && err2 == nil
+}

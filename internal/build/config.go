@@ -1,0 +1,109 @@
+package build
+
+import (
+	"maps"
+	"strconv"
+	"slices"
+	"strings"
+	"time"
+
+	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"imagectl/internal/lock"
+)
+
+// Labels imagectl adds to every image besides org.opencontainers.image.*.
+const (
+	// LabelLockDigest is the digest of the lock the image was built from.
+	LabelLockDigest = "dev.imagectl.lock.digest"
+	// LabelSpecName is the image's name in its spec.
+	LabelSpecName = "dev.imagectl.spec.name"
+	// LabelSpecPath is the spec file the lock came from.
+	LabelSpecPath = "dev.imagectl.spec.path"
+)
+
+// ImageConfig returns the image config: the base's config with the venv
+// first on PATH, the lock's env, the init as entrypoint, the OCI labels plus
+// the lock digest and spec name, and SOURCE_DATE_EPOCH as creation time.
+// base is the base image's config (zero when unknown).
+func ImageConfig(l *lock.Lock, base ocispecs.Image) ocispecs.Image {
+	created := time.Unix(l.SourceDateEpoch, 0).UTC()
+	img := ocispecs.Image{
+		Created:  &created,
+		Platform: platform,
+		Config:   base.Config,
+		RootFS:   ocispecs.RootFS{Type: "layers"},
+		History:  historyOf(l, base, created),
+	}
+	if base.OS != "" {
+		img.Platform = base.Platform
+	}
+
+	env := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := env[k]; !ok {
+			order = append(order, k)
+		}
+		env[k] = v
+	}
+	for _, kv := range base.Config.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		set(k, v)
+	}
+	set("PATH", systemPath)
+	if len(l.Pip) > 0 {
+		set("VIRTUAL_ENV", VenvPath)
+	}
+	for _, k := range slices.Sorted(maps.Keys(l.Env)) {
+		set(k, l.Env[k])
+	}
+	img.Config.Env = nil
+	for _, k := range order {
+		img.Config.Env = append(img.Config.Env, k+"="+env[k])
+	}
+
+	img.Config.Entrypoint = []string{InitPath}
+	if len(img.Config.Cmd) == 0 {
+		img.Config.Cmd = []string{"/bin/bash"}
+	}
+
+	labels := maps.Clone(base.Config.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[ocispecs.AnnotationCreated] = created.Format(time.RFC3339)
+	labels[ocispecs.AnnotationTitle] = l.Name
+	labels[ocispecs.AnnotationBaseImageName] = l.Base.Ref
+	labels[ocispecs.AnnotationBaseImageDigest] = l.Base.ManifestDigest
+	labels[LabelLockDigest] = l.Digest
+	labels[LabelSpecName] = l.Name
+	if l.Spec.Path != "" {
+		labels[LabelSpecPath] = l.Spec.Path
+	}
+	maps.Copy(labels, l.Labels)
+	img.Config.Labels = labels
+	return img
+}
+
+// historyOf keeps the base's history and adds one entry per planned layer,
+// so that `docker history` and registries show what each layer holds.
+func historyOf(l *lock.Lock, base ocispecs.Image, created time.Time) []ocispecs.History {
+	h := slices.Clone(base.History)
+	for _, layer := range Plan(l).Layers {
+		if layer.Kind == KindBase {
+			continue
+		}
+		by := "imagectl build: " + layer.Name
+		switch {
+		case len(layer.Debs) > 0:
+			by += " (" + itoa(len(layer.Debs)) + " debs)"
+		case len(layer.Wheels) > 0:
+			by += " (" + wheelList(layer.Wheels) + ")"
+		}
+		h = append(h, ocispecs.History{Created: &created, CreatedBy: by, Comment: "imagectl"})
+	}
+	return h
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,258 @@
+package build
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/buildkit/client/llb"
+	digest "github.com/opencontainers/go-digest"
+	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"imagectl/internal/lock"
+	"imagectl/internal/runtime"
+)
+
+// Paths inside the image.
+const (
+	// InitPath is where the init binary is installed; it is the entrypoint.
+	InitPath = "/usr/local/bin/imagectl-init"
+	// VenvPath is the Python virtual environment every wheel goes into.
+	VenvPath = "/opt/venv"
+	// debDir and wheelDir are where fetched artifacts are mounted (read-only,
+	// never part of a layer).
+	debDir   = "/var/cache/imagectl/debs"
+	wheelDir = "/var/cache/imagectl/wheels"
+)
+
+// platform is the only platform imagectl builds today.
+var platform = ocispecs.Platform{OS: "linux", Architecture: "amd64"}
+
+// systemPath is PATH in the image and in every build step.
+const systemPath = VenvPath + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// State returns the image's root filesystem as LLB: the base pinned by
+// digest merged with one diff per planned layer. It reads the init binary
+// (see WithInit) and nothing else; no daemon is contacted.
+func State(ctx context.Context, l *lock.Lock, opts ...Option) (llb.State, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return llb.State{}, err
+	}
+	initBin, err := os.ReadFile(o.initPath)
+	if err != nil {
+		return llb.State{}, fmt.Errorf("reading the init binary: %w (build it with `make build`, or pass --init)", err)
+	}
+	return state(l, initBin)
+}
+
+// Definition marshals State for linux/amd64: the LLB that Solve sends to
+// buildkitd, and what `buildctl build` accepts on stdin.
+func Definition(ctx context.Context, l *lock.Lock, opts ...Option) (*llb.Definition, error) {
+	st, err := State(ctx, l, opts...)
+	if err != nil {
+		return nil, err
+	}
+	def, err := st.Marshal(ctx, llb.Platform(platform))
+	if err != nil {
+		return nil, fmt.Errorf("marshalling the build of %q: %w", l.Name, err)
+	}
+	return def, nil
+}
+
+func state(l *lock.Lock, initBin []byte) (llb.State, error) {
+	plan := Plan(l)
+	epoch := strconv.FormatInt(l.SourceDateEpoch, 10)
+	base := llb.Image(plan.Base, llb.Platform(platform), llb.WithCustomName("base "+plan.Base))
+	layers := []llb.State{base}
+	cur := base
+	for _, layer := range plan.Layers {
+		var next llb.State
+		switch layer.Kind {
+		case KindBase:
+			continue
+		case KindSystem:
+			debs, err := fetchDebs(layer.Debs)
+			if err != nil {
+				return llb.State{}, err
+			}
+			next = install(cur, epoch, debs, debDir, dpkgScript,
+				fmt.Sprintf("[system] dpkg --install %d packages", len(layer.Debs)))
+		case KindVenv:
+			next = install(cur, epoch, llb.Scratch(), "", venvScript, "[venv] python3 -m venv "+VenvPath)
+		case KindBig, KindPeriphery:
+			wheels, err := fetchWheels(layer.Wheels)
+			if err != nil {
+				return llb.State{}, err
+			}
+			next = install(cur, epoch, wheels, wheelDir, pipScript(layer.Wheels),
+				fmt.Sprintf("[%s] pip install --no-index --no-deps %s", layer.Name, wheelList(layer.Wheels)))
+		case KindInit:
+			st, err := initLayer(l, initBin)
+			if err != nil {
+				return llb.State{}, err
+			}
+			layers = append(layers, st)
+			continue
+		default:
+			return llb.State{}, fmt.Errorf("layer %q: unknown kind %q", layer.Name, layer.Kind)
+		}
+		layers = append(layers, llb.Diff(cur, next, llb.WithCustomName("diff "+layer.Name)))
+		cur = next
+	}
+	return llb.Merge(layers, llb.WithCustomName("merge layers")), nil
+}
+
+// install runs script on top of cur with the network off, the fetched
+// artifacts mounted read-only at dir and a tmpfs on /tmp.
+func install(cur llb.State, epoch string, artifacts llb.State, dir, script, name string) llb.State {
+	ro := []llb.RunOption{
+		llb.Args([]string{"/bin/sh", "-c", script}),
+		llb.Network(llb.NetModeNone),
+		llb.AddEnv("PATH", systemPath),
+		llb.AddEnv("SOURCE_DATE_EPOCH", epoch),
+		llb.AddEnv("DEBIAN_FRONTEND", "noninteractive"),
+		llb.AddEnv("LANG", "C.UTF-8"),
+		llb.AddEnv("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
+		llb.AddEnv("PIP_NO_CACHE_DIR", "1"),
+		llb.AddMount("/tmp", llb.Scratch(), llb.Tmpfs()),
+		llb.WithCustomName(name),
+	}
+	if dir != "" {
+		ro = append(ro, llb.AddMount(dir, artifacts, llb.Readonly))
+	}
+	return cur.Run(ro...).Root()
+}
+
+// dpkgScript installs every fetched .deb at once (dpkg orders the
+// configuration) and drops the logs and caches that would make the layer
+// differ between two builds.
+const dpkgScript = `set -eu
+dpkg --install ` + debDir + `/*.deb
+rm -f /var/log/dpkg.log /var/log/alternatives.log /var/cache/ldconfig/aux-cache \
+  /var/lib/dpkg/status-old /var/lib/dpkg/diversions-old /var/lib/dpkg/statoverride-old \
+  /var/cache/debconf/config.dat-old /var/cache/debconf/templates.dat-old`
+
+// venvScript creates the venv with its own pip when the base has ensurepip
+// (python3-venv); otherwise without, and pipScript then drives the system
+// pip at it (--python). PEP 668 forbids installing into the system Python.
+const venvScript = `set -eu
+if ! python3 -m venv ` + VenvPath + ` >/dev/null 2>&1; then
+  rm -rf ` + VenvPath + `
+  python3 -m venv --without-pip ` + VenvPath + `
+fi`
+
+func pipScript(wheels []lock.Wheel) string {
+	var reqs []string
+	for _, w := range wheels {
+		reqs = append(reqs, shellQuote(w.Name+"=="+w.Version))
+	}
+	return `set -eu
+if [ -x ` + VenvPath + `/bin/pip ]; then set -- ` + VenvPath + `/bin/python -m pip; else set -- python3 -m pip --python ` + VenvPath + `/bin/python; fi
+"$@" install --no-index --no-deps --no-cache-dir --disable-pip-version-check --no-warn-script-location \
+  --find-links ` + wheelDir + ` ` + strings.Join(reqs, " ")
+}
+
+func wheelList(ws []lock.Wheel) string {
+	var s []string
+	for _, w := range ws {
+		s = append(s, w.Name+"=="+w.Version)
+	}
+	return strings.Join(s, " ")
+}
+
+func fetchDebs(debs []lock.Deb) (llb.State, error) {
+	var files []llb.State
+	for _, d := range debs {
+		dgst, err := sha256Digest(d.SHA256)
+		if err != nil {
+			return llb.State{}, fmt.Errorf("deb %s %s: %w", d.Name, d.Version, err)
+		}
+		if d.URL == "" {
+			return llb.State{}, fmt.Errorf("deb %s %s: url is empty", d.Name, d.Version)
+		}
+		files = append(files, llb.HTTP(d.URL, llb.Checksum(dgst), llb.Filename(debFilename(d)),
+			llb.WithCustomName(fmt.Sprintf("fetch deb %s %s", d.Name, d.Version))))
+	}
+	return llb.Merge(files, llb.WithCustomName("collect debs")), nil
+}
+
+func fetchWheels(wheels []lock.Wheel) (llb.State, error) {
+	var files []llb.State
+	for _, w := range wheels {
+		dgst, err := sha256Digest(w.SHA256)
+		if err != nil {
+			return llb.State{}, fmt.Errorf("wheel %s %s: %w", w.Name, w.Version, err)
+		}
+		if w.URL == "" || w.Filename == "" || strings.ContainsAny(w.Filename, "/\\") {
+			return llb.State{}, fmt.Errorf("wheel %s %s: url and a plain filename are required", w.Name, w.Version)
+		}
+		files = append(files, llb.HTTP(w.URL, llb.Checksum(dgst), llb.Filename(w.Filename),
+			llb.WithCustomName(fmt.Sprintf("fetch wheel %s %s", w.Name, w.Version))))
+	}
+	return llb.Merge(files, llb.WithCustomName("collect wheels")), nil
+}
+
+// debFilename is Debian's pool name, with the epoch colon escaped as the
+// archive does.
+func debFilename(d lock.Deb) string {
+	return fmt.Sprintf("%s_%s_%s.deb", d.Name, strings.ReplaceAll(d.Version, ":", "%3a"), d.Arch)
+}
+
+// sha256Digest accepts "hex" or "sha256:hex".
+func sha256Digest(s string) (digest.Digest, error) {
+	h := strings.TrimPrefix(strings.ToLower(s), "sha256:")
+	if b, err := hex.DecodeString(h); err != nil || len(b) != 32 {
+		return "", fmt.Errorf("sha256 %q is not 64 hex digits", s)
+	}
+	return digest.Digest("sha256:" + h), nil
+}
+
+// initLayer holds the init binary and the runtime config, built from
+// scratch so that it never depends on the layers below it.
+func initLayer(l *lock.Lock, initBin []byte) (llb.State, error) {
+	cfg, err := RuntimeConfig(l)
+	if err != nil {
+		return llb.State{}, err
+	}
+	t := llb.WithCreatedTime(time.Unix(l.SourceDateEpoch, 0).UTC())
+	fa := llb.Mkdir("/usr/local/bin", 0o755, llb.WithParents(true), t).
+		Mkfile(InitPath, 0o755, initBin, t).
+		Mkdir(dirOf(runtime.ConfigPath), 0o755, llb.WithParents(true), t).
+		Mkfile(runtime.ConfigPath, 0o644, cfg, t)
+	return llb.Scratch().File(fa, llb.WithCustomName("[init] "+InitPath+" and "+runtime.ConfigPath)), nil
+}
+
+// RuntimeConfig returns the JSON baked at runtime.ConfigPath: the lock's
+// runtime block with the image facts filled in from the lock.
+func RuntimeConfig(l *lock.Lock) ([]byte, error) {
+	c := l.Runtime
+	f := &c.Image
+	fill := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	fill(&f.Name, l.Name)
+	fill(&f.CUDA, l.Core.CUDA)
+	fill(&f.Torch, l.Core.Torch)
+	fill(&f.Python, l.Core.Python)
+	fill(&f.NCCL, l.Core.NCCL)
+	fill(&f.CUDNN, l.Core.CUDNN)
+	fill(&f.LockDigest, l.Digest)
+	fill(&c.DriverFloor, l.Core.DriverFloor)
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding the runtime config: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+func dirOf(p string) string { return p[:strings.LastIndex(p, "/")] }
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

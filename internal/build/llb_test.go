@@ -1,0 +1,298 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/moby/buildkit/client/llb"
+	"github.com/moby/buildkit/solver/pb"
+	digest "github.com/opencontainers/go-digest"
+
+	"imagectl/internal/lock"
+	"imagectl/internal/runtime"
+)
+
+// graph is a marshalled definition, walked like BuildKit's llbtest.
+type graph struct {
+	ops   map[digest.Digest]*pb.Op
+	order []digest.Digest
+	root  digest.Digest
+}
+
+func marshal(t *testing.T, l *lock.Lock, opts ...Option) (*llb.Definition, graph) {
+	t.Helper()
+	def, err := Definition(context.Background(), l, opts...)
+	if err != nil {
+		t.Fatalf("Definition(%s) error: %v", l.Name, err)
+	}
+	g := graph{ops: map[digest.Digest]*pb.Op{}}
+	for _, dt := range def.Def {
+		var op pb.Op
+		if err := op.UnmarshalVT(dt); err != nil {
+			t.Fatal(err)
+		}
+		d := digest.FromBytes(dt)
+		g.ops[d] = &op
+		g.order = append(g.order, d)
+	}
+	last := g.ops[g.order[len(g.order)-1]]
+	if len(last.Inputs) != 1 {
+		t.Fatalf("terminal op has %d inputs, want 1", len(last.Inputs))
+	}
+	g.root = digest.Digest(last.Inputs[0].Digest)
+	return def, g
+}
+
+func (g graph) sources(prefix string) map[string]*pb.SourceOp {
+	out := map[string]*pb.SourceOp{}
+	for _, op := range g.ops {
+		if s := op.GetSource(); s != nil && strings.HasPrefix(s.Identifier, prefix) {
+			out[s.Identifier] = s
+		}
+	}
+	return out
+}
+
+func (g graph) execs() []*pb.ExecOp {
+	var out []*pb.ExecOp
+	for _, d := range g.order {
+		if e := g.ops[d].GetExec(); e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// upstream returns every op digest reachable from d, d included.
+func (g graph) upstream(d digest.Digest) map[digest.Digest]bool {
+	seen := map[digest.Digest]bool{}
+	var walk func(digest.Digest)
+	walk = func(d digest.Digest) {
+		if seen[d] {
+			return
+		}
+		seen[d] = true
+		for _, in := range g.ops[d].Inputs {
+			walk(digest.Digest(in.Digest))
+		}
+	}
+	walk(d)
+	return seen
+}
+
+func TestDefinitionSources(t *testing.T) {
+	l := unitLock()
+	_, g := marshal(t, l, fakeInit(t))
+
+	imgs := g.sources("docker-image://")
+	if len(imgs) != 1 {
+		t.Fatalf("image sources = %v, want exactly the base", imgs)
+	}
+	for id := range imgs {
+		if want := "docker-image://" + Plan(l).Base; id != want {
+			t.Errorf("base source = %q, want %q (pinned by manifest digest)", id, want)
+		}
+	}
+
+	https := g.sources("http")
+	if got, want := len(https), len(l.Apt)+len(l.Pip); got != want {
+		t.Errorf("%d http sources, want one per deb and wheel (%d)", got, want)
+	}
+	check := func(kind, name, url, sha, filename string) {
+		s, ok := https[url]
+		if !ok {
+			t.Errorf("%s %s: no http source for %s", kind, name, url)
+			return
+		}
+		if got := s.Attrs[pb.AttrHTTPChecksum]; got != "sha256:"+sha {
+			t.Errorf("%s %s: checksum attr = %q, want sha256:%s", kind, name, got, sha)
+		}
+		if got := s.Attrs[pb.AttrHTTPFilename]; got != filename {
+			t.Errorf("%s %s: filename attr = %q, want %q", kind, name, got, filename)
+		}
+	}
+	for _, d := range l.Apt {
+		check("deb", d.Name, d.URL, d.SHA256, d.Name+"_"+d.Version+"_amd64.deb")
+	}
+	for _, w := range l.Pip {
+		check("wheel", w.Name, w.URL, w.SHA256, w.Filename)
+	}
+}
+
+func TestDefinitionInstallsOffline(t *testing.T) {
+	l := unitLock()
+	_, g := marshal(t, l, fakeInit(t))
+	execs := g.execs()
+	// system, venv, 3 big wheels, periphery.
+	if len(execs) != 6 {
+		t.Fatalf("%d exec ops, want 6 (system, venv, 3 big, periphery)", len(execs))
+	}
+	var pip int
+	for _, e := range execs {
+		script := strings.Join(e.Meta.Args, " ")
+		if e.Network != pb.NetMode_NONE {
+			t.Errorf("exec %q: network = %v, want NONE", script, e.Network)
+		}
+		if !slices.Contains(e.Meta.Env, "SOURCE_DATE_EPOCH=1700000000") {
+			t.Errorf("exec %q: env %v lacks SOURCE_DATE_EPOCH", script, e.Meta.Env)
+		}
+		if strings.Contains(script, " install --no-index --no-deps ") {
+			pip++
+			if !strings.Contains(script, "--find-links "+wheelDir) {
+				t.Errorf("pip exec %q does not install from the fetched wheels", script)
+			}
+		}
+		for _, m := range e.Mounts {
+			if (m.Dest == debDir || m.Dest == wheelDir) && !m.Readonly {
+				t.Errorf("exec %q: artifacts mounted read-write at %s", script, m.Dest)
+			}
+		}
+	}
+	if pip != 4 {
+		t.Errorf("%d pip installs, want 4 (3 big + periphery)", pip)
+	}
+	if !strings.Contains(strings.Join(execs[0].Meta.Args, " "), "dpkg --install "+debDir+"/*.deb") {
+		t.Errorf("first exec = %q, want the dpkg install", execs[0].Meta.Args)
+	}
+}
+
+func TestDefinitionLayers(t *testing.T) {
+	l := unitLock()
+	_, g := marshal(t, l, fakeInit(t))
+	root := g.ops[g.root]
+	merge := root.GetMerge()
+	if merge == nil {
+		t.Fatalf("root op is %T, want a merge of the layers", root.Op)
+	}
+	// base + system + venv + 3 big + periphery + init
+	if got := len(merge.Inputs); got != 8 {
+		t.Fatalf("merge has %d inputs, want 8", got)
+	}
+	var diffs int
+	for i, in := range root.Inputs {
+		op := g.ops[digest.Digest(in.Digest)]
+		switch {
+		case i == 0:
+			if op.GetSource() == nil {
+				t.Errorf("merge input 0 is %T, want the base image", op.Op)
+			}
+		case i == len(root.Inputs)-1:
+			if op.GetFile() == nil {
+				t.Errorf("last merge input is %T, want the init file op", op.Op)
+			}
+		default:
+			if op.GetDiff() == nil {
+				t.Errorf("merge input %d is %T, want a diff", i, op.Op)
+			}
+			diffs++
+		}
+	}
+	if diffs != 6 {
+		t.Errorf("%d diff layers, want 6", diffs)
+	}
+}
+
+func TestDefinitionInitLayer(t *testing.T) {
+	l := unitLock()
+	_, g := marshal(t, l, fakeInit(t))
+	files := map[string][]byte{}
+	for _, op := range g.ops {
+		f := op.GetFile()
+		if f == nil {
+			continue
+		}
+		for _, a := range f.Actions {
+			if mk := a.GetMkfile(); mk != nil {
+				files[mk.Path] = mk.Data
+			}
+		}
+	}
+	if got := files[InitPath]; !bytes.HasPrefix(got, []byte("#!/bin/sh")) {
+		t.Errorf("init at %s = %q, want the --init file", InitPath, got)
+	}
+	var cfg runtime.Config
+	if err := json.Unmarshal(files[runtime.ConfigPath], &cfg); err != nil {
+		t.Fatalf("runtime config at %s: %v", runtime.ConfigPath, err)
+	}
+	if cfg.Image.LockDigest != l.Digest || cfg.Image.Name != "unit" || cfg.Storage.Path != "/storage" {
+		t.Errorf("runtime config = %+v, want the lock's runtime with its digest and name", cfg)
+	}
+}
+
+func TestDefinitionDeterministic(t *testing.T) {
+	init := fakeInit(t)
+	a, _ := marshal(t, unitLock(), init)
+	b, _ := marshal(t, unitLock(), init)
+	if len(a.Def) != len(b.Def) {
+		t.Fatalf("two marshals: %d vs %d ops", len(a.Def), len(b.Def))
+	}
+	for i := range a.Def {
+		if !bytes.Equal(a.Def[i], b.Def[i]) {
+			t.Fatalf("two marshals differ at op %d", i)
+		}
+	}
+}
+
+// TestPeripheryChangeKeepsBigLayers: moving a periphery wheel must leave
+// every op of the base, system, venv and big layers untouched (same cache
+// keys), and change the periphery layer.
+func TestPeripheryChangeKeepsBigLayers(t *testing.T) {
+	init := fakeInit(t)
+	oldLock := unitLock()
+	newLock := unitLock()
+	for i, w := range newLock.Pip {
+		if w.Name == "demo-util" {
+			newLock.Pip[i].Version = "1.2.0"
+			newLock.Pip[i].Filename = "demo_util-1.2.0-py3-none-any.whl"
+			newLock.Pip[i].URL = "http://whl.example.invalid/demo_util-1.2.0-py3-none-any.whl"
+			newLock.Pip[i].SHA256 = sum("util-1.2.0")
+		}
+	}
+	_, og := marshal(t, oldLock, init)
+	_, ng := marshal(t, newLock, init)
+	oin, nin := og.ops[og.root].Inputs, ng.ops[ng.root].Inputs
+	if len(oin) != len(nin) {
+		t.Fatalf("layer count changed: %d -> %d", len(oin), len(nin))
+	}
+	names := []string{}
+	for _, layer := range Plan(oldLock).Layers {
+		names = append(names, layer.Name)
+	}
+	for i, name := range names {
+		same := oin[i].Digest == nin[i].Digest
+		switch name {
+		case "periphery":
+			if same {
+				t.Errorf("layer %s: digest unchanged after a periphery update", name)
+			}
+		case "init":
+			// The runtime config carries the lock digest, which changes.
+		default:
+			if !same {
+				t.Errorf("layer %s: op digest changed after a periphery-only update", name)
+			}
+		}
+	}
+}
+
+func TestDefinitionRejectsBadHash(t *testing.T) {
+	l := unitLock()
+	l.Pip[0].SHA256 = "not-a-hash"
+	_, err := Definition(context.Background(), l, fakeInit(t))
+	if err == nil || !strings.Contains(err.Error(), l.Pip[0].Name) {
+		t.Fatalf("Definition() with a bad sha256 = %v, want an error naming %s", err, l.Pip[0].Name)
+	}
+}
+
+func TestDefinitionMissingInit(t *testing.T) {
+	_, err := Definition(context.Background(), unitLock(), WithInit("/nonexistent/imagectl-init"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Definition() without an init = %v, want a not-exist error", err)
+	}
+}

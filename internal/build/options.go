@@ -1,0 +1,141 @@
+package build
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/moby/buildkit/client"
+)
+
+// Option configures State, Definition and Solve.
+type Option func(*options) error
+
+type options struct {
+	initPath     string
+	push         bool
+	name         string
+	tag          string
+	ociLayout    string
+	cacheFrom    []client.CacheOptionsEntry
+	cacheTo      []client.CacheOptionsEntry
+	status       chan *client.SolveStatus
+	dialTimeout  time.Duration
+	registryHTTP bool
+}
+
+func makeOptions(opts ...Option) (*options, error) {
+	o := &options{dialTimeout: 10 * time.Second}
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			return nil, err
+		}
+	}
+	if o.initPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("locating imagectl-init beside the executable: %w", err)
+		}
+		o.initPath = filepath.Join(filepath.Dir(exe), "imagectl-init")
+	}
+	return o, nil
+}
+
+// WithInit sets the path of the init binary baked into the image as its
+// entrypoint. The default is imagectl-init beside the running executable.
+func WithInit(path string) Option {
+	return func(o *options) error {
+		if path == "" {
+			return errors.New("init path is empty")
+		}
+		o.initPath = path
+		return nil
+	}
+}
+
+// WithPush pushes the image by digest to the lock's staging repository (or
+// the repository set with WithName). The default is not to push.
+func WithPush(push bool) Option {
+	return func(o *options) error { o.push = push; return nil }
+}
+
+// WithName sets the repository the image is pushed to. The default is the
+// lock's staging repository (repos.staging).
+func WithName(repo string) Option {
+	return func(o *options) error { o.name = repo; return nil }
+}
+
+// WithTag also pushes the image under this tag once it is built. The default
+// is no tag: the image is pushed by digest only.
+func WithTag(tag string) Option {
+	return func(o *options) error { o.tag = tag; return nil }
+}
+
+// WithOCILayout writes the image as an OCI layout directory at dir. The
+// default is no layout.
+func WithOCILayout(dir string) Option {
+	return func(o *options) error {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("oci layout %q: %w", dir, err)
+		}
+		o.ociLayout = abs
+		return nil
+	}
+}
+
+// WithCacheFrom imports build cache, in buildctl's syntax:
+// "type=registry,ref=REGISTRY/REPO:TAG". The default is no import.
+func WithCacheFrom(specs ...string) Option {
+	return func(o *options) error {
+		for _, s := range specs {
+			e, err := ParseCacheOption(s)
+			if err != nil {
+				return fmt.Errorf("--cache-from: %w", err)
+			}
+			o.cacheFrom = append(o.cacheFrom, e)
+		}
+		return nil
+	}
+}
+
+// WithCacheTo exports build cache, in buildctl's syntax:
+// "type=registry,ref=REGISTRY/REPO:TAG[,mode=max]". The default is no export.
+func WithCacheTo(specs ...string) Option {
+	return func(o *options) error {
+		for _, s := range specs {
+			e, err := ParseCacheOption(s)
+			if err != nil {
+				return fmt.Errorf("--cache-to: %w", err)
+			}
+			o.cacheTo = append(o.cacheTo, e)
+		}
+		return nil
+	}
+}
+
+// WithStatus sends BuildKit's progress to ch; Solve closes ch when it
+// returns. The default is to discard progress.
+func WithStatus(ch chan *client.SolveStatus) Option {
+	return func(o *options) error { o.status = ch; return nil }
+}
+
+// WithDialTimeout bounds how long Solve waits for buildkitd and the
+// registries to answer before it gives up. The default is 10s.
+func WithDialTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("dial timeout %v must be positive", d)
+		}
+		o.dialTimeout = d
+		return nil
+	}
+}
+
+// WithInsecureRegistry lets buildkitd push to a plain-HTTP registry. The
+// default is off; loopback registries are plain HTTP regardless.
+func WithInsecureRegistry(insecure bool) Option {
+	return func(o *options) error { o.registryHTTP = insecure; return nil }
+}

@@ -1,0 +1,137 @@
+// Package build turns a lock into an image: a layer plan ordered by change
+// rate (Plan), BuildKit LLB that fetches every artifact by its locked URL and
+// sha256 and installs it with the network off (State, Definition), and a
+// solve against buildkitd that pushes the image by digest and/or writes an
+// OCI layout (Solve).
+//
+// Plan, State and Definition are pure: they read only the lock and the
+// options, so their output can be marshalled and inspected without a daemon.
+package build
+
+import (
+	"slices"
+	"strings"
+
+	"imagectl/internal/lock"
+)
+
+// LayerKind says what one planned layer holds.
+type LayerKind string
+
+// The layer kinds, in the order they appear in an image.
+const (
+	// KindBase is the base image's own layers (pulled by digest).
+	KindBase LayerKind = "base"
+	// KindSystem holds the lock's Debian packages, installed with dpkg.
+	KindSystem LayerKind = "system"
+	// KindVenv holds the Python virtual environment (python3 -m venv).
+	KindVenv LayerKind = "venv"
+	// KindBig holds one big, rarely changing wheel (torch, nvidia-*, triton
+	// or a package the lock freezes).
+	KindBig LayerKind = "big"
+	// KindPeriphery holds every other wheel.
+	KindPeriphery LayerKind = "periphery"
+	// KindInit holds the init binary and its runtime config.
+	KindInit LayerKind = "init"
+)
+
+// Layer is one planned layer.
+type Layer struct {
+	Kind LayerKind `json:"kind"`
+	// Name identifies the layer in progress output and reports, e.g.
+	// "big:torch".
+	Name   string       `json:"name"`
+	Debs   []lock.Deb   `json:"debs,omitempty"`
+	Wheels []lock.Wheel `json:"wheels,omitempty"`
+}
+
+// LayerPlan is the ordered list of layers an image is built from: rarely
+// changing layers first, so that a monthly refresh only rewrites the tail.
+type LayerPlan struct {
+	// Base is the base image pinned by its manifest digest, repo@sha256:...
+	Base   string  `json:"base"`
+	Layers []Layer `json:"layers"`
+}
+
+// bigPrefixes and bigNames are the wheels that always get their own layer:
+// the PyTorch stack, which is large and only moves with the frozen core.
+var (
+	bigNames    = []string{"torch", "triton"}
+	bigPrefixes = []string{"nvidia-"}
+)
+
+// IsBig reports whether the wheel called name (PEP 503 normalized) goes into
+// a layer of its own: torch, triton, nvidia-* and the lock's frozen packages.
+func IsBig(l *lock.Lock, name string) bool {
+	if slices.Contains(bigNames, name) || slices.Contains(l.Frozen, name) {
+		return true
+	}
+	for _, p := range bigPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Plan returns the layer plan of l: base; system packages; the venv; one
+// layer per big wheel (by name); the periphery wheels; the init and its
+// config. Layers with nothing to install are left out. The image config is
+// not a layer: it is written last, by the exporter.
+func Plan(l *lock.Lock) LayerPlan {
+	p := LayerPlan{Base: baseRef(l.Base)}
+	p.Layers = append(p.Layers, Layer{Kind: KindBase, Name: "base"})
+	if len(l.Apt) > 0 {
+		p.Layers = append(p.Layers, Layer{Kind: KindSystem, Name: "system", Debs: sortedDebs(l.Apt)})
+	}
+	if len(l.Pip) > 0 {
+		p.Layers = append(p.Layers, Layer{Kind: KindVenv, Name: "venv"})
+		var periphery []lock.Wheel
+		for _, w := range sortedWheels(l.Pip) {
+			if IsBig(l, w.Name) {
+				p.Layers = append(p.Layers, Layer{Kind: KindBig, Name: "big:" + w.Name, Wheels: []lock.Wheel{w}})
+				continue
+			}
+			periphery = append(periphery, w)
+		}
+		if len(periphery) > 0 {
+			p.Layers = append(p.Layers, Layer{Kind: KindPeriphery, Name: "periphery", Wheels: periphery})
+		}
+	}
+	p.Layers = append(p.Layers, Layer{Kind: KindInit, Name: "init"})
+	return p
+}
+
+// baseRef pins the base by its platform manifest digest.
+func baseRef(b lock.Base) string {
+	repo := b.Ref
+	if i := strings.Index(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	}
+	// Strip a tag, but not a registry port: the tag is after the last '/'.
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	d := b.ManifestDigest
+	if d == "" {
+		d = b.IndexDigest
+	}
+	return repo + "@" + d
+}
+
+func sortedDebs(in []lock.Deb) []lock.Deb {
+	out := slices.Clone(in)
+	slices.SortFunc(out, func(a, b lock.Deb) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Arch, b.Arch)
+	})
+	return out
+}
+
+func sortedWheels(in []lock.Wheel) []lock.Wheel {
+	out := slices.Clone(in)
+	slices.SortFunc(out, func(a, b lock.Wheel) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}

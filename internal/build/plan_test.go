@@ -1,0 +1,67 @@
+package build
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"imagectl/internal/lock"
+)
+
+func TestPlan(t *testing.T) {
+	noApt := unitLock()
+	noApt.Apt = nil
+	noPip := unitLock()
+	noPip.Pip = nil
+	notFrozen := unitLock()
+	notFrozen.Frozen = nil
+
+	for _, tc := range []struct {
+		name string
+		lock *lock.Lock
+		want []string
+	}{
+		{"full", unitLock(), []string{"base", "system", "venv", "big:demo-core", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init"}},
+		{"no apt", noApt, []string{"base", "venv", "big:demo-core", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init"}},
+		{"no pip", noPip, []string{"base", "system", "init"}},
+		{"demo-core not frozen", notFrozen, []string{"base", "system", "venv", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Plan(tc.lock)
+			var got []string
+			for _, l := range p.Layers {
+				got = append(got, l.Name)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Plan(%s) layers (-want +got):\n%s", tc.name, diff)
+			}
+		})
+	}
+}
+
+func TestPlanSortsAndPins(t *testing.T) {
+	p := Plan(unitLock())
+	if want := "registry.example.invalid:5000/imagectl/debian-base@sha256:" + sum("manifest"); p.Base != want {
+		t.Errorf("Plan().Base = %q, want %q", p.Base, want)
+	}
+	sys := p.Layers[1]
+	if sys.Debs[0].Name != "jq" || sys.Debs[1].Name != "libjq1" {
+		t.Errorf("system debs = %v, want sorted by name", sys.Debs)
+	}
+	peri := p.Layers[len(p.Layers)-2]
+	if len(peri.Wheels) != 1 || peri.Wheels[0].Name != "demo-util" {
+		t.Errorf("periphery wheels = %v, want [demo-util]", peri.Wheels)
+	}
+}
+
+func TestBaseRef(t *testing.T) {
+	for _, tc := range []struct{ ref, want string }{
+		{"127.0.0.1:5000/a/b:tag", "127.0.0.1:5000/a/b@sha256:m"},
+		{"127.0.0.1:5000/a/b", "127.0.0.1:5000/a/b@sha256:m"},
+		{"nvidia/cuda:12.4.1-runtime@sha256:x", "nvidia/cuda@sha256:m"},
+	} {
+		if got := baseRef(lock.Base{Ref: tc.ref, ManifestDigest: "sha256:m"}); got != tc.want {
+			t.Errorf("baseRef(%q) = %q, want %q", tc.ref, got, tc.want)
+		}
+	}
+}

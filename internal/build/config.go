@@ -2,8 +2,8 @@ package build
 
 import (
 	"maps"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 

@@ -1,0 +1,234 @@
+package wheelhouse
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net/textproto"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"imagectl/internal/atomicfile"
+)
+
+// JSONType is the PEP 691 media type of the JSON index pages.
+const JSONType = "application/vnd.pypi.simple.v1+json"
+
+// File is one distribution file in an index.
+type File struct {
+	// Project is the project name as its metadata spells it.
+	Project string
+	// Version is the version from its metadata.
+	Version string
+	// Filename is the wheel's file name, under files/.
+	Filename string
+	// SHA256 is the hex sha256 of the wheel.
+	SHA256 string
+	// Size is the wheel's size in bytes.
+	Size int64
+	// RequiresPython is its Requires-Python, if any.
+	RequiresPython string
+	// MetadataSHA256 is the hex sha256 of its METADATA (served as
+	// files/FILENAME.metadata, PEP 658).
+	MetadataSHA256 string
+}
+
+// Publish builds the wheel for s into the index at dir and regenerates the
+// index, so the new file is served next to the ones already there.
+func Publish(dir string, s Spec) (File, error) {
+	path, err := WriteWheel(filepath.Join(dir, "files"), s)
+	if err != nil {
+		return File{}, err
+	}
+	files, err := WriteIndex(dir)
+	if err != nil {
+		return File{}, err
+	}
+	for _, f := range files {
+		if f.Filename == filepath.Base(path) {
+			return f, nil
+		}
+	}
+	return File{}, fmt.Errorf("index %s: published %s but it is not in the index", dir, path)
+}
+
+// WriteIndex (re)generates dir/simple/ from the wheels in dir/files/: the
+// PEP 503 HTML pages (index.html), the PEP 691 JSON pages (index.json) and
+// the PEP 658 metadata files beside each wheel. Output is sorted and the
+// same for the same wheels. It returns the files indexed.
+func WriteIndex(dir string) ([]File, error) {
+	wheels, err := filepath.Glob(filepath.Join(dir, "files", "*.whl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(wheels)
+	byProject := map[string][]File{}
+	var all []File
+	for _, w := range wheels {
+		f, meta, err := inspect(w)
+		if err != nil {
+			return nil, err
+		}
+		if err := atomicfile.Write(w+".metadata", meta, 0o644); err != nil {
+			return nil, err
+		}
+		n := Normalize(f.Project)
+		byProject[n] = append(byProject[n], f)
+		all = append(all, f)
+	}
+	projects := make([]string, 0, len(byProject))
+	for p := range byProject {
+		projects = append(projects, p)
+	}
+	sort.Strings(projects)
+
+	simple := filepath.Join(dir, "simple")
+	// Drop pages of projects that no longer have files.
+	if old, err := os.ReadDir(simple); err == nil {
+		for _, e := range old {
+			if _, ok := byProject[e.Name()]; e.IsDir() && !ok {
+				if err := os.RemoveAll(filepath.Join(simple, e.Name())); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+
+	var root bytes.Buffer
+	root.WriteString("<!DOCTYPE html>\n<html>\n<head><meta name=\"pypi:repository-version\" content=\"1.0\"><title>Simple index</title></head>\n<body>\n")
+	type jproject struct {
+		Name string `json:"name"`
+	}
+	jroot := struct {
+		Meta     map[string]string `json:"meta"`
+		Projects []jproject        `json:"projects"`
+	}{Meta: map[string]string{"api-version": "1.0"}, Projects: []jproject{}}
+	for _, p := range projects {
+		fmt.Fprintf(&root, "<a href=\"%s/\">%s</a>\n", p, p)
+		jroot.Projects = append(jroot.Projects, jproject{Name: p})
+		if err := writeProject(filepath.Join(simple, p), p, byProject[p]); err != nil {
+			return nil, err
+		}
+	}
+	root.WriteString("</body>\n</html>\n")
+	if err := atomicfile.Write(filepath.Join(simple, "index.html"), root.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(simple, "index.json"), jroot); err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+func writeProject(dir, name string, files []File) error {
+	sort.Slice(files, func(i, j int) bool { return files[i].Filename < files[j].Filename })
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html>\n<head><meta name=\"pypi:repository-version\" content=\"1.0\"><title>Links for %s</title></head>\n<body>\n<h1>Links for %s</h1>\n", name, name)
+	type jfile struct {
+		Filename         string            `json:"filename"`
+		URL              string            `json:"url"`
+		Hashes           map[string]string `json:"hashes"`
+		RequiresPython   string            `json:"requires-python,omitempty"`
+		CoreMetadata     map[string]string `json:"core-metadata"`
+		DistInfoMetadata map[string]string `json:"dist-info-metadata"`
+	}
+	j := struct {
+		Meta  map[string]string `json:"meta"`
+		Name  string            `json:"name"`
+		Files []jfile           `json:"files"`
+	}{Meta: map[string]string{"api-version": "1.0"}, Name: name, Files: []jfile{}}
+	for _, f := range files {
+		href := "../../files/" + f.Filename
+		rp := ""
+		if f.RequiresPython != "" {
+			rp = fmt.Sprintf(" data-requires-python=\"%s\"", html.EscapeString(f.RequiresPython))
+		}
+		md := "sha256=" + f.MetadataSHA256
+		fmt.Fprintf(&b, "<a href=\"%s#sha256=%s\"%s data-core-metadata=\"%s\" data-dist-info-metadata=\"%s\">%s</a><br/>\n",
+			href, f.SHA256, rp, md, md, f.Filename)
+		mh := map[string]string{"sha256": f.MetadataSHA256}
+		j.Files = append(j.Files, jfile{
+			Filename: f.Filename, URL: href, Hashes: map[string]string{"sha256": f.SHA256},
+			RequiresPython: f.RequiresPython, CoreMetadata: mh, DistInfoMetadata: mh,
+		})
+	}
+	b.WriteString("</body>\n</html>\n")
+	if err := atomicfile.Write(filepath.Join(dir, "index.html"), b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(dir, "index.json"), j)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", path, err)
+	}
+	return atomicfile.Write(path, append(b, '\n'), 0o644)
+}
+
+// inspect reads a wheel's METADATA and hashes the file.
+func inspect(path string) (File, []byte, error) {
+	f := File{Filename: filepath.Base(path)}
+	fh, err := os.Open(path)
+	if err != nil {
+		return f, nil, err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, fh)
+	if err != nil {
+		return f, nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	f.SHA256, f.Size = hex.EncodeToString(h.Sum(nil)), n
+	zr, err := zip.NewReader(fh, n)
+	if err != nil {
+		return f, nil, fmt.Errorf("reading wheel %s: %w", path, err)
+	}
+	var meta []byte
+	for _, zf := range zr.File {
+		dir, base := pathSplit(zf.Name)
+		if base == "METADATA" && strings.HasSuffix(dir, ".dist-info") && !strings.Contains(dir, "/") {
+			rc, err := zf.Open()
+			if err != nil {
+				return f, nil, fmt.Errorf("reading wheel %s: %s: %w", path, zf.Name, err)
+			}
+			meta, err = io.ReadAll(rc)
+			rc.Close()
+			if err != nil {
+				return f, nil, fmt.Errorf("reading wheel %s: %s: %w", path, zf.Name, err)
+			}
+			break
+		}
+	}
+	if meta == nil {
+		return f, nil, fmt.Errorf("wheel %s: no *.dist-info/METADATA", path)
+	}
+	hdr, err := textproto.NewReader(bufio.NewReader(bytes.NewReader(append(meta, '\n')))).ReadMIMEHeader()
+	if err != nil && err != io.EOF {
+		return f, nil, fmt.Errorf("wheel %s: METADATA: %w", path, err)
+	}
+	f.Project, f.Version, f.RequiresPython = hdr.Get("Name"), hdr.Get("Version"), hdr.Get("Requires-Python")
+	if f.Project == "" || f.Version == "" {
+		return f, nil, fmt.Errorf("wheel %s: METADATA lacks Name or Version", path)
+	}
+	ms := sha256.Sum256(meta)
+	f.MetadataSHA256 = hex.EncodeToString(ms[:])
+	return f, meta, nil
+}
+
+func pathSplit(name string) (dir, base string) {
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		return "", name
+	}
+	return name[:i], name[i+1:]
+}

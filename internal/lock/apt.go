@@ -1,0 +1,138 @@
+package lock
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// aptArg is what a spec's apt entry may be: a Debian package name with an
+// optional "=version" (Debian policy 5.6.1 and 5.6.12).
+var aptArg = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(:[a-z0-9-]+)?(=[A-Za-z0-9.+~:-]+)?$`)
+
+// AptError reports that apt could not resolve the spec's packages; Output
+// is apt's own explanation.
+type AptError struct {
+	Packages []string
+	Output   string
+}
+
+func (e *AptError) Error() string {
+	return fmt.Sprintf("apt could not resolve %s:\n%s", strings.Join(e.Packages, " "), strings.TrimSpace(e.Output))
+}
+
+// aptScript updates the package lists from the base's own sources and asks
+// apt for the URIs of everything `apt-get install` would fetch: the closure
+// of pkgs beyond what the base already has.
+func aptScript(pkgs []string) (string, error) {
+	for _, p := range pkgs {
+		if !aptArg.MatchString(p) {
+			return "", fmt.Errorf("apt package %q is not a Debian package name (name or name=version)", p)
+		}
+	}
+	return `set -u
+{ apt-get update -qq && apt-get install -y --no-install-recommends --print-uris -qq ` + strings.Join(pkgs, " ") + ` ; } >/out/apt.txt 2>/out/apt.log
+echo $? >/out/apt.rc
+`, nil
+}
+
+func resolveApt(ctx context.Context, r Runner, image string, pkgs []string) ([]Deb, error) {
+	if len(pkgs) == 0 {
+		return []Deb{}, nil
+	}
+	script, err := aptScript(pkgs)
+	if err != nil {
+		return nil, err
+	}
+	files, err := r.Run(ctx, Job{Name: "apt resolve", Image: image, Script: script})
+	if err != nil {
+		return nil, err
+	}
+	if rc := strings.TrimSpace(string(files["apt.rc"])); rc != "0" {
+		return nil, &AptError{Packages: pkgs, Output: string(files["apt.log"]) + string(files["apt.txt"])}
+	}
+	debs, err := parsePrintURIs(files["apt.txt"])
+	if err != nil {
+		return nil, fmt.Errorf("reading apt's answer: %w", err)
+	}
+	return debs, nil
+}
+
+// parsePrintURIs reads `apt-get install --print-uris` output, one line per
+// archive:
+//
+//	'http://mirror/debian/pool/main/j/jq/jq_1.6-2.1_amd64.deb' jq_1.6-2.1_amd64.deb 64208 SHA256:5f8b...
+//
+// The second field is apt's own archive name, name_version_arch.deb with
+// ':' and '_' escaped as %3a and %5f, so the epoch survives.
+func parsePrintURIs(b []byte) ([]Deb, error) {
+	var debs []Deb
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 4 || !strings.HasPrefix(f[0], "'") || !strings.HasSuffix(f[0], "'") {
+			return nil, fmt.Errorf("line %d: want 'URL' FILE SIZE HASH, got %q", n, line)
+		}
+		u := strings.Trim(f[0], "'")
+		if pu, err := url.Parse(u); err != nil || pu.Scheme == "" || pu.Host == "" {
+			return nil, fmt.Errorf("line %d: %q is not a URL", n, u)
+		}
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || size <= 0 {
+			return nil, fmt.Errorf("line %d: size %q is not a positive integer", n, f[2])
+		}
+		algo, sum, ok := strings.Cut(f[3], ":")
+		if !ok || !strings.EqualFold(algo, "SHA256") || !isHex(sum, 64) {
+			return nil, fmt.Errorf("line %d: %s has no SHA256 (got %q)", n, f[1], f[3])
+		}
+		name, version, arch, err := splitDebName(f[1])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		debs = append(debs, Deb{Name: name, Version: version, Arch: arch, URL: u, SHA256: strings.ToLower(sum), Size: size})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if debs == nil {
+		debs = []Deb{}
+	}
+	return debs, nil
+}
+
+func splitDebName(file string) (name, version, arch string, err error) {
+	base, ok := strings.CutSuffix(file, ".deb")
+	parts := strings.Split(base, "_")
+	if !ok || len(parts) != 3 {
+		return "", "", "", fmt.Errorf("archive name %q is not name_version_arch.deb", file)
+	}
+	for i, p := range parts {
+		v, uerr := url.PathUnescape(p)
+		if uerr != nil || v == "" {
+			return "", "", "", fmt.Errorf("archive name %q: bad field %q", file, p)
+		}
+		parts[i] = v
+	}
+	return parts[0], parts[1], parts[2], nil
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}

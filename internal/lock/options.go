@@ -1,0 +1,152 @@
+package lock
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Option configures Resolve and Upgrade.
+type Option func(*options) error
+
+type options struct {
+	runner      Runner
+	buildkit    string
+	remote      []remote.Option
+	httpClient  *http.Client
+	netrc       []byte
+	catalog     Catalog
+	epoch       *int64
+	packages    []string
+	hostNetwork bool
+	root        string
+}
+
+func makeOptions(opts []Option) (*options, error) {
+	o := &options{
+		buildkit:    os.Getenv("BUILDKIT_HOST"),
+		httpClient:  http.DefaultClient,
+		catalog:     defaultCatalog(),
+		hostNetwork: true,
+	}
+	if v, ok := os.LookupEnv("SOURCE_DATE_EPOCH"); ok && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want a non-negative integer of seconds", v)
+		}
+		o.epoch = &n
+	}
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			return nil, err
+		}
+	}
+	if o.runner == nil {
+		if o.buildkit == "" {
+			return nil, fmt.Errorf("no BuildKit address: set BUILDKIT_HOST or pass --addr")
+		}
+		o.runner = &buildkitRunner{addr: o.buildkit, netrc: o.netrc, hostNetwork: o.hostNetwork}
+	}
+	return o, nil
+}
+
+// WithBuildkit sets the buildkitd address the resolution steps run on.
+// The default is $BUILDKIT_HOST.
+func WithBuildkit(addr string) Option {
+	return func(o *options) error {
+		o.buildkit = addr
+		return nil
+	}
+}
+
+// WithRunner replaces BuildKit with another Runner (tests use a fake).
+// The default runs every step as a BuildKit solve on WithBuildkit's address.
+func WithRunner(r Runner) Option {
+	return func(o *options) error {
+		o.runner = r
+		return nil
+	}
+}
+
+// WithRemoteOptions passes options (auth, transport) to go-containerregistry
+// when the base tag is resolved. The default is the default keychain.
+func WithRemoteOptions(opts ...remote.Option) Option {
+	return func(o *options) error {
+		o.remote = append(o.remote, opts...)
+		return nil
+	}
+}
+
+// WithHTTPClient sets the client that reads wheel sizes (HEAD requests).
+// The default is http.DefaultClient.
+func WithHTTPClient(c *http.Client) Option {
+	return func(o *options) error {
+		o.httpClient = c
+		return nil
+	}
+}
+
+// WithNetrc gives pip index credentials in netrc format. They reach the
+// resolution step only as a BuildKit secret mounted at /root/.netrc, and the
+// size requests as basic auth; they are never written to the lock, a log or
+// a layer. The default is no credentials.
+func WithNetrc(content []byte) Option {
+	return func(o *options) error {
+		o.netrc = content
+		return nil
+	}
+}
+
+// WithCatalog sets the compatibility catalog. The default is the embedded
+// catalog of internal/compat.
+func WithCatalog(c Catalog) Option {
+	return func(o *options) error {
+		o.catalog = c
+		return nil
+	}
+}
+
+// WithSourceDateEpoch sets the lock's SOURCE_DATE_EPOCH. The default is
+// $SOURCE_DATE_EPOCH when set, else the base image's creation time (0 when
+// the base records none), so that re-locking the same inputs is byte-identical.
+func WithSourceDateEpoch(sec int64) Option {
+	return func(o *options) error {
+		if sec < 0 {
+			return fmt.Errorf("source date epoch %d is negative", sec)
+		}
+		o.epoch = &sec
+		return nil
+	}
+}
+
+// WithPackages limits Upgrade to the named packages (pip or apt names);
+// every other locked package keeps its version. The default moves the
+// whole periphery.
+func WithPackages(names ...string) Option {
+	return func(o *options) error {
+		o.packages = append(o.packages, names...)
+		return nil
+	}
+}
+
+// WithHostNetwork runs the resolution steps on the host's network, so they
+// reach indexes on loopback; buildkitd must allow the network.host
+// entitlement. The default is true.
+func WithHostNetwork(on bool) Option {
+	return func(o *options) error {
+		o.hostNetwork = on
+		return nil
+	}
+}
+
+// WithRoot sets the directory that Source.Path is made relative to. The
+// default is the working directory.
+func WithRoot(dir string) Option {
+	return func(o *options) error {
+		o.root = dir
+		return nil
+	}
+}

@@ -1,0 +1,226 @@
+package lock
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// PipError reports that pip could not resolve the requirements; Output is
+// pip's own explanation (for a conflict: which packages asked for what).
+type PipError struct {
+	Output string
+}
+
+func (e *PipError) Error() string {
+	return "pip could not resolve the requirements:\n" + strings.TrimSpace(e.Output)
+}
+
+// pipRequest is one pip resolution.
+type pipRequest struct {
+	Requirements []string // spec entries, plus torch when the spec has none
+	Constraints  []string // "name==version" lines
+	Indexes      []string // index URLs, the first is --index-url
+}
+
+// pipScript makes an empty venv (no pip inside, so no python3-venv is
+// needed) and runs the base's pip against its interpreter. pip writes its
+// report; its exit status and output are files, so a failed resolution is
+// reported with pip's own words.
+const pipScript = `set -u
+if python3 -m venv --without-pip /tmp/imagectl-venv >/out/venv.log 2>&1; then
+  set -- --python /tmp/imagectl-venv/bin/python
+else
+  set --
+fi
+python3 -m pip "$@" install --dry-run --ignore-installed --only-binary=:all: --no-cache-dir \
+  --progress-bar off --report /out/report.json -r /in/requirements.txt ${CONSTRAINTS:-} >/out/pip.log 2>&1
+echo $? >/out/pip.rc
+`
+
+// pipReq is the start of a PEP 508 requirement: a project name.
+var pipReq = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
+
+func (p pipRequest) files() (map[string][]byte, string, error) {
+	var b strings.Builder
+	for i, ix := range p.Indexes {
+		if strings.ContainsAny(ix, " \n\r\t") {
+			return nil, "", fmt.Errorf("pip index %q contains white space", ix)
+		}
+		if i == 0 {
+			fmt.Fprintf(&b, "--index-url %s\n", ix)
+		} else {
+			fmt.Fprintf(&b, "--extra-index-url %s\n", ix)
+		}
+	}
+	for _, r := range p.Requirements {
+		if !pipReq.MatchString(r) || strings.ContainsAny(r, "\n\r") {
+			return nil, "", fmt.Errorf("pip requirement %q is not a PEP 508 requirement (name[extras] specifier)", r)
+		}
+		b.WriteString(r + "\n")
+	}
+	files := map[string][]byte{"requirements.txt": []byte(b.String())}
+	script := pipScript
+	if len(p.Constraints) > 0 {
+		files["constraints.txt"] = []byte(strings.Join(p.Constraints, "\n") + "\n")
+		script = "CONSTRAINTS='-c /in/constraints.txt'\n" + script
+	}
+	return files, script, nil
+}
+
+// report is the part of pip's installation report (format version 1) the
+// lock reads.
+type report struct {
+	Version     string       `json:"version"`
+	PipVersion  string       `json:"pip_version"`
+	Install     []reportItem `json:"install"`
+	Environment struct {
+		PythonVersion      string `json:"python_version"`
+		PlatformMachine    string `json:"platform_machine"`
+		ImplementationName string `json:"implementation_name"`
+	} `json:"environment"`
+}
+
+type reportItem struct {
+	DownloadInfo struct {
+		URL         string `json:"url"`
+		ArchiveInfo *struct {
+			Hash   string            `json:"hash"`
+			Hashes map[string]string `json:"hashes"`
+		} `json:"archive_info"`
+	} `json:"download_info"`
+	Requested bool `json:"requested"`
+	Metadata  struct {
+		Name         string   `json:"name"`
+		Version      string   `json:"version"`
+		RequiresDist []string `json:"requires_dist"`
+	} `json:"metadata"`
+}
+
+// pipResult is a parsed report.
+type pipResult struct {
+	Wheels []Wheel
+	Python string // the interpreter's full version, e.g. 3.11.2
+	items  map[string]reportItem
+}
+
+func runPip(ctx context.Context, r Runner, image string, debs []Deb, req pipRequest, netrc bool) (*pipResult, error) {
+	files, script, err := req.files()
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.Run(ctx, Job{Name: "pip resolve", Image: image, Debs: debs, Files: files, Script: script, Netrc: netrc})
+	if err != nil {
+		return nil, err
+	}
+	if rc := strings.TrimSpace(string(out["pip.rc"])); rc != "0" {
+		return nil, &PipError{Output: redact(string(out["pip.log"]))}
+	}
+	return parseReport(out["report.json"])
+}
+
+func parseReport(b []byte) (*pipResult, error) {
+	var rep report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("reading pip's report: %w", err)
+	}
+	if rep.Version != "0" && rep.Version != "1" {
+		return nil, fmt.Errorf("pip's report has format version %q; this imagectl reads 0 and 1", rep.Version)
+	}
+	res := &pipResult{Python: rep.Environment.PythonVersion, items: map[string]reportItem{}}
+	for _, it := range rep.Install {
+		name := normalize(it.Metadata.Name)
+		if name == "" || it.Metadata.Version == "" {
+			return nil, fmt.Errorf("pip's report has an entry without name or version (%s)", it.DownloadInfo.URL)
+		}
+		u, err := url.Parse(it.DownloadInfo.URL)
+		if err != nil || u.Scheme == "" {
+			return nil, fmt.Errorf("%s: download URL %q is not a URL", name, it.DownloadInfo.URL)
+		}
+		u.User, u.Fragment, u.RawFragment = nil, "", ""
+		file := path.Base(u.Path)
+		if f, err := url.PathUnescape(file); err == nil {
+			file = f
+		}
+		if !strings.HasSuffix(file, ".whl") {
+			return nil, fmt.Errorf("%s %s: %s is not a wheel; the lock takes wheels only", name, it.Metadata.Version, file)
+		}
+		sum := ""
+		if ai := it.DownloadInfo.ArchiveInfo; ai != nil {
+			sum = ai.Hashes["sha256"]
+			if sum == "" {
+				if v, ok := strings.CutPrefix(ai.Hash, "sha256="); ok {
+					sum = v
+				}
+			}
+		}
+		if !isHex(sum, 64) {
+			return nil, fmt.Errorf("%s %s: the index gives no sha256 for %s; the lock needs one for every wheel", name, it.Metadata.Version, u.String())
+		}
+		if _, dup := res.items[name]; dup {
+			return nil, fmt.Errorf("pip's report lists %s twice", name)
+		}
+		res.items[name] = it
+		res.Wheels = append(res.Wheels, Wheel{Name: name, Version: it.Metadata.Version, Filename: file, URL: u.String(), SHA256: strings.ToLower(sum)})
+	}
+	sort.Slice(res.Wheels, func(i, j int) bool { return res.Wheels[i].Name < res.Wheels[j].Name })
+	return res, nil
+}
+
+var nameRun = regexp.MustCompile(`[-_.]+`)
+
+// normalize is the PEP 503 normal form of a project name.
+func normalize(name string) string {
+	return strings.ToLower(nameRun.ReplaceAllString(strings.TrimSpace(name), "-"))
+}
+
+// reqName is the normalized project name of a requirement string.
+func reqName(req string) string {
+	return normalize(pipReq.FindString(strings.TrimSpace(req)))
+}
+
+// pins returns the "==" versions that a Requires-Dist list pins for
+// projects whose normalized names start with prefix, by project name.
+func pins(requires []string, prefix string) map[string]string {
+	out := map[string]string{}
+	for _, r := range requires {
+		spec, _, _ := strings.Cut(r, ";")
+		name := reqName(spec)
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		rest := strings.TrimSpace(spec[len(pipReq.FindString(strings.TrimSpace(spec))):])
+		rest = strings.Trim(rest, "() ")
+		for _, c := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(c), "=="); ok {
+				out[name] = strings.TrimSpace(v)
+			}
+		}
+	}
+	return out
+}
+
+// requiredBy names the packages in res whose Requires-Dist mention name,
+// with the requirement as written, and whether the user asked for them.
+func (res *pipResult) requiredBy(name string) []string {
+	var out []string
+	for n, it := range res.items {
+		for _, r := range it.Metadata.RequiresDist {
+			spec, _, _ := strings.Cut(r, ";")
+			if reqName(spec) == name {
+				who := n + " " + it.Metadata.Version
+				if it.Requested {
+					who += " (requested)"
+				}
+				out = append(out, fmt.Sprintf("%s requires %s", who, strings.TrimSpace(spec)))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,95 @@
+package lock
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseReport(t *testing.T) {
+	sha := strings.Repeat("0f", 32)
+	for _, tc := range []struct {
+		name    string
+		in      string
+		want    []Wheel
+		wantErr string
+	}{{
+		name: "pip 23 report, credentials and fragment stripped",
+		in: `{"version":"1","pip_version":"23.0.1","install":[
+{"download_info":{"url":"https://u:p@idx.example/files/Demo_Core-1.0.0-py3-none-any.whl#sha256=` + sha + `","archive_info":{"hash":"sha256=` + sha + `","hashes":{"sha256":"` + sha + `"}}},"requested":true,"metadata":{"name":"Demo_Core","version":"1.0.0"}}],
+"environment":{"python_version":"3.11.2"}}`,
+		want: []Wheel{{Name: "demo-core", Version: "1.0.0", Filename: "Demo_Core-1.0.0-py3-none-any.whl", URL: "https://idx.example/files/Demo_Core-1.0.0-py3-none-any.whl", SHA256: sha}},
+	}, {
+		name: "pip 22 report: hash only",
+		in: `{"version":"0","install":[
+{"download_info":{"url":"https://idx.example/a-1-py3-none-any.whl","archive_info":{"hash":"sha256=` + sha + `"}},"metadata":{"name":"a","version":"1"}}]}`,
+		want: []Wheel{{Name: "a", Version: "1", Filename: "a-1-py3-none-any.whl", URL: "https://idx.example/a-1-py3-none-any.whl", SHA256: sha}},
+	}, {
+		name:    "no hash",
+		in:      `{"version":"1","install":[{"download_info":{"url":"https://idx.example/a-1-py3-none-any.whl","archive_info":{}},"metadata":{"name":"a","version":"1"}}]}`,
+		wantErr: "the index gives no sha256",
+	}, {
+		name:    "sdist",
+		in:      `{"version":"1","install":[{"download_info":{"url":"https://idx.example/a-1.tar.gz","archive_info":{"hash":"sha256=` + sha + `"}},"metadata":{"name":"a","version":"1"}}]}`,
+		wantErr: "is not a wheel",
+	}, {
+		name:    "future report format",
+		in:      `{"version":"2","install":[]}`,
+		wantErr: "format version",
+	}, {
+		name:    "not JSON",
+		in:      `ERROR`,
+		wantErr: "reading pip's report",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := parseReport([]byte(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseReport() = %v, want error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseReport() = %v", err)
+			}
+			if d := cmp.Diff(tc.want, res.Wheels); d != "" {
+				t.Errorf("parseReport() mismatch (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestPins(t *testing.T) {
+	req := []string{
+		`nvidia-nccl-cu12==2.21.5; platform_system == "Linux" and platform_machine == "x86_64"`,
+		`nvidia_cudnn_cu12 (==9.1.0.70) ; platform_system == "Linux"`,
+		`nvidia-cublas-cu12>=12`,
+		`filelock`,
+	}
+	if got, want := pins(req, "nvidia-nccl-"), map[string]string{"nvidia-nccl-cu12": "2.21.5"}; !cmp.Equal(got, want) {
+		t.Errorf("pins(nccl) = %v, want %v", got, want)
+	}
+	if got, want := pins(req, "nvidia-cudnn-"), map[string]string{"nvidia-cudnn-cu12": "9.1.0.70"}; !cmp.Equal(got, want) {
+		t.Errorf("pins(cudnn) = %v, want %v", got, want)
+	}
+	if got := pins(req, "nvidia-cublas-"); len(got) != 0 {
+		t.Errorf("pins(cublas) = %v, want none (>= is not a pin)", got)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	in := "Looking in indexes: https://user:s3cret@idx.example/simple/, http://127.0.0.1:8000/simple/"
+	got := redact(in)
+	if strings.Contains(got, "s3cret") || !strings.Contains(got, "https://***@idx.example/simple/") {
+		t.Errorf("redact(%q) = %q", in, got)
+	}
+}
+
+func TestParseNetrc(t *testing.T) {
+	got := parseNetrc([]byte("# creds\nmachine idx.example login alice password pw1\nmachine other.example\n  login bob\n  password pw2\n"))
+	want := map[string][2]string{"idx.example": {"alice", "pw1"}, "other.example": {"bob", "pw2"}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("parseNetrc mismatch (-want +got):\n%s", d)
+	}
+}

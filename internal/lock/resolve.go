@@ -1,0 +1,243 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"imagectl/internal/logs"
+	"imagectl/internal/spec"
+)
+
+// Resolve locks one concrete image: the base tag to digests, the apt
+// closure by apt inside the base, the Python closure by pip inside the base
+// with that closure installed, each artifact with URL, sha256 and size.
+//
+// Resolution runs as BuildKit solves (see WithBuildkit); nothing is
+// resolved by imagectl itself.
+func Resolve(ctx context.Context, img spec.Image, opts ...Option) (*Lock, error) {
+	o, err := makeOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := resolve(ctx, img, o, plan{})
+	return l, err
+}
+
+// plan is what an upgrade holds still.
+type plan struct {
+	constraints []string // "name==version" for pip
+	keepApt     []Deb    // non-nil: reuse this apt closure
+}
+
+func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *pipResult, error) {
+	log := logs.From(ctx)
+	inputs, err := InputsDigest(img)
+	if err != nil {
+		return nil, nil, err
+	}
+	if img.Python == "" {
+		return nil, nil, fmt.Errorf("image %s: python is required", img.Name)
+	}
+	core, cres, err := applyCatalog(o.catalog, img)
+	if err != nil {
+		return nil, nil, err
+	}
+	indexes := append([]string(nil), img.PipIndexes...)
+	if img.Torch != "" {
+		ix, err := torchIndex(img, cres.Wheel)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !slices.Contains(indexes, ix) {
+			indexes = append(indexes, ix)
+		}
+	}
+	for _, ix := range indexes {
+		u, err := url.Parse(ix)
+		if err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, nil, fmt.Errorf("image %s: pip index %q is not a URL", img.Name, redact(ix))
+		}
+		if u.User != nil {
+			return nil, nil, fmt.Errorf("image %s: pip index %q carries credentials; give them as a netrc (imagectl lock --netrc) so they stay out of the lock", img.Name, redact(ix))
+		}
+	}
+
+	base, created, err := resolveBase(ctx, img.Base, o.remote)
+	if err != nil {
+		return nil, nil, err
+	}
+	pinned, err := base.pinned()
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info("base resolved", "image", img.Name, "base", pinned)
+
+	debs := p.keepApt
+	if debs == nil {
+		debs, err = resolveApt(ctx, o.runner, pinned, img.Apt)
+		if err != nil {
+			return nil, nil, fmt.Errorf("image %s: %w", img.Name, err)
+		}
+	}
+	log.Info("apt resolved", "image", img.Name, "debs", len(debs))
+
+	reqs := append([]string(nil), img.Pip...)
+	if img.Torch != "" && !slices.ContainsFunc(reqs, func(r string) bool { return reqName(r) == "torch" }) {
+		reqs = append(reqs, "torch=="+img.Torch)
+	}
+	res := &pipResult{Wheels: []Wheel{}, items: map[string]reportItem{}}
+	if len(reqs) > 0 {
+		res, err = runPip(ctx, o.runner, pinned, debs, pipRequest{Requirements: reqs, Constraints: p.constraints, Indexes: indexes}, o.netrc != nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("image %s: %w", img.Name, err)
+		}
+		if res.Python != img.Python && !strings.HasPrefix(res.Python, img.Python+".") {
+			return nil, nil, fmt.Errorf("image %s: the base's python3 is %s, the spec asks python %s", img.Name, res.Python, img.Python)
+		}
+		if err := checkTorch(img, core, res); err != nil {
+			return nil, nil, err
+		}
+		if core.Torch != "" {
+			core.Torch = res.items["torch"].Metadata.Version
+		}
+		if err := fillSizes(ctx, o.httpClient, o.netrc, res.Wheels); err != nil {
+			return nil, nil, fmt.Errorf("image %s: %w", img.Name, err)
+		}
+	}
+	log.Info("pip resolved", "image", img.Name, "wheels", len(res.Wheels))
+	if err := checkForbidden(img, debs, res.Wheels); err != nil {
+		return nil, nil, err
+	}
+
+	epoch := created
+	if o.epoch != nil {
+		epoch = *o.epoch
+	}
+	frozen := make([]string, 0, len(img.Frozen))
+	for _, f := range img.Frozen {
+		frozen = append(frozen, normalize(f))
+	}
+	rt := img.Runtime
+	if rt.DriverFloor == "" {
+		rt.DriverFloor = core.DriverFloor
+	}
+	rt.Image.Name, rt.Image.CUDA, rt.Image.Torch = img.Name, core.CUDA, core.Torch
+	rt.Image.Python, rt.Image.NCCL, rt.Image.CUDNN = core.Python, core.NCCL, core.CUDNN
+	l := &Lock{
+		SchemaVersion:   SchemaVersion,
+		Name:            img.Name,
+		Spec:            Source{Path: specPath(o.root, img.File), InputsDigest: inputs},
+		CatalogDigest:   o.catalog.Digest(),
+		SourceDateEpoch: epoch,
+		Core:            core,
+		Frozen:          frozen,
+		Base:            base,
+		Apt:             append([]Deb{}, debs...),
+		Pip:             res.Wheels,
+		PipIndexes:      indexes,
+		Env:             img.Env,
+		Labels:          img.Labels,
+		Repos:           img.Repos,
+		Runtime:         rt,
+		Verify:          img.Verify,
+		Policy:          img.Policy,
+	}
+	l.Normalize()
+	return l, res, nil
+}
+
+// checkTorch checks the resolved torch against the core: its release and
+// variant, and that the wheel's own NCCL and cuDNN pins are the spec's.
+func checkTorch(img spec.Image, core Core, res *pipResult) error {
+	if img.Torch == "" {
+		return nil
+	}
+	it, ok := res.items["torch"]
+	if !ok {
+		return fmt.Errorf("image %s: pip's resolution has no torch", img.Name)
+	}
+	v := it.Metadata.Version
+	release, label, _ := strings.Cut(v, "+")
+	if release != img.Torch {
+		return fmt.Errorf("image %s: pip resolved torch %s, the spec asks %s", img.Name, v, img.Torch)
+	}
+	if label != "" && label != core.TorchVariant {
+		return fmt.Errorf("image %s: pip resolved torch %s, a %s wheel; the spec's variant is %s", img.Name, v, label, core.TorchVariant)
+	}
+	for _, c := range []struct{ what, prefix, want string }{
+		{"nccl", "nvidia-nccl-", core.NCCL},
+		{"cudnn", "nvidia-cudnn-", core.CUDNN},
+	} {
+		if c.want == "" {
+			continue
+		}
+		ps := pins(it.Metadata.RequiresDist, c.prefix)
+		if len(ps) == 0 {
+			return fmt.Errorf("image %s: torch %s pins no %s* package, the spec asks %s %s", img.Name, v, c.prefix, c.what, c.want)
+		}
+		names := make([]string, 0, len(ps))
+		for n := range ps {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if ps[n] != c.want {
+				return fmt.Errorf("image %s: torch %s pins %s==%s, the spec's %s is %s", img.Name, v, n, ps[n], c.what, c.want)
+			}
+			if got, ok := res.items[n]; ok && got.Metadata.Version != c.want {
+				return fmt.Errorf("image %s: pip resolved %s %s, the spec's %s is %s", img.Name, n, got.Metadata.Version, c.what, c.want)
+			}
+		}
+	}
+	return nil
+}
+
+// ForbiddenError reports a package the image's policy forbids.
+type ForbiddenError struct {
+	Image, Kind, Package, Version string
+}
+
+func (e *ForbiddenError) Error() string {
+	return fmt.Sprintf("image %s: policy forbids %s package %s, and the resolved closure has %s %s", e.Image, e.Kind, e.Package, e.Package, e.Version)
+}
+
+func checkForbidden(img spec.Image, debs []Deb, wheels []Wheel) error {
+	for _, f := range img.Policy.ForbiddenPackages {
+		for _, d := range debs {
+			if d.Name == f {
+				return &ForbiddenError{Image: img.Name, Kind: "apt", Package: f, Version: d.Version}
+			}
+		}
+		for _, w := range wheels {
+			if w.Name == normalize(f) {
+				return &ForbiddenError{Image: img.Name, Kind: "pip", Package: w.Name, Version: w.Version}
+			}
+		}
+	}
+	return nil
+}
+
+// specPath is file relative to root (the working directory by default),
+// with forward slashes; file itself when it lies outside.
+func specPath(root, file string) string {
+	if file == "" {
+		return ""
+	}
+	if root == "" {
+		root = "."
+	}
+	absRoot, err1 := filepath.Abs(root)
+	absFile, err2 := filepath.Abs(file)
+	if err := errors.Join(err1, err2); err == nil {
+		if rel, err := filepath.Rel(absRoot, absFile); err == nil && !strings.HasPrefix(rel, "..") {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return filepath.ToSlash(file)
+}

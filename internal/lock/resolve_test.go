@@ -1,0 +1,253 @@
+package lock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+func TestResolveDemo(t *testing.T) {
+	f := newFixture(t)
+	img := f.demo()
+	l, err := Resolve(context.Background(), img, f.opts()...)
+	if err != nil {
+		t.Fatalf("Resolve(demo) = %v", err)
+	}
+	b, err := Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The registry and file server ports change between runs.
+	got := strings.ReplaceAll(string(b), f.files.URL, "http://INDEX")
+	got = strings.ReplaceAll(got, strings.Split(f.base, "/")[0], "REGISTRY")
+	got = regexp.MustCompile(`sha256:[0-9a-f]{64}`).ReplaceAllStringFunc(got, func(s string) string {
+		if s == l.Spec.InputsDigest || s == l.Digest || s == l.Base.IndexDigest {
+			return "sha256:VARIES"
+		}
+		return s
+	})
+	golden := filepath.Join("testdata", "demo.lock.json")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("Resolve(demo) lock mismatch (-want +got):\n%s", d)
+	}
+
+	// Parse reads back exactly what Marshal wrote.
+	back, err := Parse("demo.lock.json", b)
+	if err != nil {
+		t.Fatalf("Parse(Marshal(lock)) = %v", err)
+	}
+	if d := cmp.Diff(l, back); d != "" {
+		t.Errorf("Parse(Marshal(lock)) mismatch (-want +got):\n%s", d)
+	}
+
+	// A second resolution of the same inputs is byte-identical.
+	l2, err := Resolve(context.Background(), img, f.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := Marshal(l2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, b2) {
+		t.Errorf("re-locking the same inputs is not byte-identical:\n%s", cmp.Diff(string(b), string(b2)))
+	}
+
+	// The jobs ran on the base by digest, pip with the locked debs.
+	pj, ok := f.runner.job("pip resolve")
+	if !ok {
+		t.Fatal("no pip job ran")
+	}
+	if want := strings.Split(f.base, ":bookworm")[0] + "@" + l.Base.ManifestDigest; pj.Image != want {
+		t.Errorf("pip job image = %q, want %q", pj.Image, want)
+	}
+	if d := cmp.Diff(l.Apt, pj.Debs); d != "" {
+		t.Errorf("pip job debs differ from the locked apt closure (-lock +job):\n%s", d)
+	}
+	if got, want := string(pj.Files["requirements.txt"]), "--index-url "+f.files.URL+"/simple/\ndemo-core==1.0.0\ndemo-util\n"; got != want {
+		t.Errorf("requirements.txt = %q, want %q", got, want)
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(f *fixture, img *spatch)
+		want  string
+		is    func(error) bool
+	}{{
+		name: "pip conflict shows pip's explanation",
+		setup: func(f *fixture, _ *spatch) {
+			f.runner.pipRC = "1"
+			f.runner.pipLog = "ERROR: Cannot install demo-core==1.0.0 and demo-util==1.1.0 because these package versions have conflicting dependencies.\n\nThe conflict is caused by:\n    The user requested demo-core==1.0.0\n    demo-util 1.1.0 depends on demo-core>=1.1\n"
+		},
+		want: "demo-util 1.1.0 depends on demo-core>=1.1",
+		is:   func(err error) bool { var e *PipError; return errors.As(err, &e) },
+	}, {
+		name: "apt failure shows apt's explanation",
+		setup: func(f *fixture, _ *spatch) {
+			f.runner.aptRC = "100"
+		},
+		want: "Unable to locate package nosuch",
+		is:   func(err error) bool { var e *AptError; return errors.As(err, &e) },
+	}, {
+		name: "forbidden pip package",
+		setup: func(_ *fixture, s *spatch) {
+			s.forbidden = []string{"Demo_Util"}
+		},
+		want: "policy forbids pip package demo-util",
+		is:   func(err error) bool { var e *ForbiddenError; return errors.As(err, &e) },
+	}, {
+		name: "forbidden apt package",
+		setup: func(_ *fixture, s *spatch) {
+			s.forbidden = []string{"libonig5"}
+		},
+		want: "policy forbids apt package libonig5",
+		is:   func(err error) bool { var e *ForbiddenError; return errors.As(err, &e) },
+	}, {
+		name: "credentials in an index URL",
+		setup: func(_ *fixture, s *spatch) {
+			s.index = "https://user:secret@pypi.example/simple/"
+		},
+		want: "carries credentials",
+	}, {
+		name: "python minor differs from the base's",
+		setup: func(f *fixture, _ *spatch) {
+			f.runner.python = "3.12.1"
+		},
+		want: "the base's python3 is 3.12.1, the spec asks python 3.11",
+	}, {
+		name: "shell metacharacters in an apt name",
+		setup: func(_ *fixture, s *spatch) {
+			s.apt = []string{"jq; rm -rf /"}
+		},
+		want: "is not a Debian package name",
+	}, {
+		name: "option in a pip requirement",
+		setup: func(_ *fixture, s *spatch) {
+			s.pip = []string{"--index-url=http://evil/"}
+		},
+		want: "is not a PEP 508 requirement",
+	}, {
+		name: "unknown base",
+		setup: func(f *fixture, s *spatch) {
+			s.base = strings.Replace(f.base, "debian-base", "nosuch", 1)
+		},
+		want: "resolving base",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			var s spatch
+			tc.setup(f, &s)
+			img := f.demo()
+			if s.forbidden != nil {
+				img.Policy.ForbiddenPackages = s.forbidden
+			}
+			if s.index != "" {
+				img.PipIndexes = []string{s.index}
+			}
+			if s.apt != nil {
+				img.Apt = s.apt
+			}
+			if s.pip != nil {
+				img.Pip = s.pip
+			}
+			if s.base != "" {
+				img.Base = s.base
+			}
+			_, err := Resolve(context.Background(), img, f.opts()...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Resolve() = %v, want an error containing %q", err, tc.want)
+			}
+			if tc.is != nil && !tc.is(err) {
+				t.Errorf("Resolve() = %T, wrong error type", err)
+			}
+		})
+	}
+}
+
+type spatch struct {
+	forbidden, apt, pip []string
+	index, base         string
+}
+
+func TestResolveTorchPins(t *testing.T) {
+	torch := func(nccl, cudnn string) fakeWheel {
+		return fakeWheel{name: "torch", version: "2.6.0+cu124", requested: true, requires: []string{
+			`nvidia-nccl-cu12==` + nccl + `; platform_system == "Linux" and platform_machine == "x86_64"`,
+			`nvidia-cudnn-cu12==` + cudnn + `; platform_system == "Linux" and platform_machine == "x86_64"`,
+			`filelock`, `sympy==1.13.1; python_version >= "3.9"`,
+		}}
+	}
+	for _, tc := range []struct {
+		name    string
+		wheels  []fakeWheel
+		wantErr string
+	}{{
+		name: "pins match",
+		wheels: []fakeWheel{torch("2.21.5", "9.1.0.70"),
+			{name: "nvidia-nccl-cu12", version: "2.21.5"}, {name: "nvidia-cudnn-cu12", version: "9.1.0.70"}},
+	}, {
+		name:    "cudnn pin differs",
+		wheels:  []fakeWheel{torch("2.21.5", "9.5.1.17"), {name: "nvidia-cudnn-cu12", version: "9.5.1.17"}},
+		wantErr: "torch 2.6.0+cu124 pins nvidia-cudnn-cu12==9.5.1.17, the spec's cudnn is 9.1.0.70",
+	}, {
+		name:    "nccl pin differs",
+		wheels:  []fakeWheel{torch("2.20.5", "9.1.0.70")},
+		wantErr: "pins nvidia-nccl-cu12==2.20.5, the spec's nccl is 2.21.5",
+	}, {
+		name:    "wrong variant",
+		wheels:  []fakeWheel{{name: "torch", version: "2.6.0+cu118", requested: true}},
+		wantErr: "a cu118 wheel; the spec's variant is cu124",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.runner.wheels = tc.wheels
+			img := f.demo()
+			img.Pip, img.Frozen = nil, nil
+			img.CUDA, img.Torch, img.NCCL, img.CUDNN, img.DriverFloor = "12.4", "2.6.0", "2.21.5", "9.1.0.70", "525.60.13"
+			img.TorchIndex = "https://torch.example/"
+			l, err := Resolve(context.Background(), img, f.opts()...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Resolve() = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Resolve() = %v", err)
+			}
+			want := Core{CUDA: "12.4", TorchVariant: "cu124", Torch: "2.6.0+cu124", Python: "3.11", NCCL: "2.21.5",
+				CUDNN: "9.1.0.70", DriverFloor: "525.60.13", Archs: []string{"sm_80", "sm_90"}}
+			if d := cmp.Diff(want, l.Core); d != "" {
+				t.Errorf("Resolve() core mismatch (-want +got):\n%s", d)
+			}
+			pj, _ := f.runner.job("pip resolve")
+			if got := string(pj.Files["requirements.txt"]); !strings.Contains(got, "--extra-index-url https://torch.example/whl/cu124\n") || !strings.HasSuffix(got, "torch==2.6.0\n") {
+				t.Errorf("requirements.txt = %q, want the variant's index and torch==2.6.0", got)
+			}
+			if l.Runtime.Image.Torch != "2.6.0+cu124" || l.Runtime.DriverFloor != "525.60.13" {
+				t.Errorf("runtime facts = %+v, floor %q; want torch and the floor from the core", l.Runtime.Image, l.Runtime.DriverFloor)
+			}
+		})
+	}
+}

@@ -1,0 +1,198 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/client/llb"
+	"github.com/moby/buildkit/session"
+	"github.com/moby/buildkit/session/secrets/secretsprovider"
+	"github.com/moby/buildkit/util/entitlements"
+	digest "github.com/opencontainers/go-digest"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/logs"
+)
+
+// Job is one resolution step: a shell script run inside the base image.
+// It reads its inputs under /in and writes its results under /out.
+type Job struct {
+	// Name labels the step in progress output ("apt resolve").
+	Name string
+	// Image is the base by digest, "repo@sha256:...", run as linux/amd64.
+	Image string
+	// Debs are fetched by URL, checked by sha256 and installed with dpkg
+	// before Script runs.
+	Debs []Deb
+	// Files are mounted read-only under /in, by name.
+	Files map[string][]byte
+	// Script runs with /bin/sh -c. It must exit 0 and report failures of
+	// the tools it drives through files under /out.
+	Script string
+	// Netrc mounts the index credentials (a secret) at /root/.netrc.
+	Netrc bool
+}
+
+// Runner runs a Job and returns the files it wrote under /out, by path
+// relative to /out. The BuildKit runner is the real one; tests use fakes.
+type Runner interface {
+	Run(ctx context.Context, j Job) (map[string][]byte, error)
+}
+
+// netrcSecret is the BuildKit secret ID of the index credentials.
+const netrcSecret = "imagectl-netrc"
+
+type buildkitRunner struct {
+	addr        string
+	netrc       []byte
+	hostNetwork bool
+}
+
+// UnavailableError reports a buildkitd that cannot be reached.
+type UnavailableError struct {
+	Addr string
+	Err  error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("buildkitd at %s is not reachable: %v", e.Addr, e.Err)
+}
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// ExitCode implements exitcode.Coder.
+func (e *UnavailableError) ExitCode() int { return exitcode.Unavailable }
+
+// Definition returns the LLB of j: the state whose /out is exported. It
+// needs no daemon, so tests can inspect it.
+func (j Job) Definition(ctx context.Context, hostNetwork bool) (*llb.Definition, error) {
+	st := llb.Image(j.Image, llb.LinuxAmd64, llb.WithCustomNamef("%s: base", j.Name))
+	env := []llb.RunOption{
+		llb.AddEnv("DEBIAN_FRONTEND", "noninteractive"),
+		llb.AddEnv("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
+		llb.AddEnv("PIP_NO_INPUT", "1"),
+		llb.AddEnv("HOME", "/root"),
+		llb.AddEnv("LC_ALL", "C.UTF-8"),
+	}
+	if len(j.Debs) > 0 {
+		debs := llb.Scratch()
+		for _, d := range j.Debs {
+			f := d.fileName()
+			src := llb.HTTP(d.URL, llb.Checksum(digest.Digest("sha256:"+d.SHA256)), llb.Filename(f),
+				llb.WithCustomNamef("%s: fetch %s %s", j.Name, d.Name, d.Version))
+			debs = debs.File(llb.Copy(src, "/"+f, "/"+f))
+		}
+		opts := append([]llb.RunOption{
+			llb.Args([]string{"/bin/sh", "-c", "dpkg -i /debs/*.deb >/dev/null"}),
+			llb.AddMount("/debs", debs, llb.Readonly),
+			llb.WithCustomNamef("%s: install %d locked debs", j.Name, len(j.Debs)),
+		}, env...)
+		st = st.Run(opts...).Root()
+	}
+	in := llb.Scratch()
+	names := make([]string, 0, len(j.Files))
+	for n := range j.Files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		in = in.File(llb.Mkfile("/"+n, 0o644, j.Files[n]))
+	}
+	opts := append([]llb.RunOption{
+		llb.Args([]string{"/bin/sh", "-c", j.Script}),
+		llb.AddMount("/in", in, llb.Readonly),
+		llb.IgnoreCache,
+		llb.WithCustomName(j.Name),
+	}, env...)
+	if j.Netrc {
+		opts = append(opts, llb.AddSecret("/root/.netrc", llb.SecretID(netrcSecret), llb.SecretOptional))
+	}
+	if hostNetwork {
+		opts = append(opts, llb.Network(llb.NetModeHost))
+	}
+	run := st.Run(opts...)
+	out := run.AddMount("/out", llb.Scratch())
+	return out.Marshal(ctx, llb.LinuxAmd64)
+}
+
+func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, error) {
+	log := logs.From(ctx)
+	c, err := client.New(ctx, r.addr)
+	if err != nil {
+		return nil, &UnavailableError{Addr: r.addr, Err: err}
+	}
+	defer c.Close()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err = c.ListWorkers(pctx)
+	cancel()
+	if err != nil {
+		return nil, &UnavailableError{Addr: r.addr, Err: err}
+	}
+	def, err := j.Definition(ctx, r.hostNetwork)
+	if err != nil {
+		return nil, fmt.Errorf("%s: building LLB: %w", j.Name, err)
+	}
+	dir, err := os.MkdirTemp("", "imagectl-lock-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	opt := client.SolveOpt{
+		Exports: []client.ExportEntry{{Type: client.ExporterLocal, OutputDir: dir}},
+	}
+	if r.hostNetwork {
+		opt.AllowedEntitlements = []string{string(entitlements.EntitlementNetworkHost)}
+	}
+	if j.Netrc {
+		opt.Session = []session.Attachable{secretsprovider.FromMap(map[string][]byte{netrcSecret: r.netrc})}
+	}
+	ch := make(chan *client.SolveStatus)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for s := range ch {
+			for _, v := range s.Vertexes {
+				if v.Completed != nil {
+					log.Debug("lock step", "step", v.Name, "cached", v.Cached, "error", v.Error)
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	_, err = c.Solve(ctx, def, opt, ch)
+	<-done
+	if err != nil {
+		return nil, fmt.Errorf("%s: solving on %s: %w", j.Name, r.addr, err)
+	}
+	log.Info("lock step done", "step", j.Name, "seconds", time.Since(start).Seconds())
+	files := map[string][]byte{}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = b
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading its output: %w", j.Name, err)
+	}
+	return files, nil
+}
+
+// fileName is the .deb's name in the install step: name_version_arch.deb
+// with the characters apt quotes in its archive names escaped.
+func (d Deb) fileName() string {
+	q := strings.NewReplacer("%", "%25", ":", "%3a", "_", "%5f", "/", "%2f")
+	return q.Replace(d.Name) + "_" + q.Replace(d.Version) + "_" + q.Replace(d.Arch) + ".deb"
+}

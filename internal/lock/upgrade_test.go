@@ -1,0 +1,103 @@
+package lock
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestUpgrade(t *testing.T) {
+	f := newFixture(t)
+	img := f.demo()
+	old, err := Resolve(context.Background(), img, f.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("periphery moves, frozen pinned as a constraint", func(t *testing.T) {
+		f.runner.jobs = nil
+		f.runner.wheels = []fakeWheel{
+			{name: "demo-core", version: "1.0.0", requested: true},
+			{name: "demo-util", version: "1.1.0", requested: true},
+		}
+		l, err := Upgrade(context.Background(), img, old, f.opts()...)
+		if err != nil {
+			t.Fatalf("Upgrade() = %v", err)
+		}
+		pj, _ := f.runner.job("pip resolve")
+		if got, want := string(pj.Files["constraints.txt"]), "demo-core==1.0.0\n"; got != want {
+			t.Errorf("constraints.txt = %q, want %q", got, want)
+		}
+		want := Changes{Added: []Package{}, Removed: []Package{}, Changed: []Change{{Kind: "pip", Name: "demo-util", From: "1.0.0", To: "1.1.0"}}}
+		if d := cmp.Diff(want, Diff(old, l)); d != "" {
+			t.Errorf("Diff(old, upgraded) mismatch (-want +got):\n%s", d)
+		}
+		if _, ok := f.runner.job("apt resolve"); !ok {
+			t.Error("a full upgrade did not re-resolve apt")
+		}
+	})
+
+	t.Run("--package pins every other package and keeps apt", func(t *testing.T) {
+		f.runner.jobs = nil
+		f.runner.wheels = []fakeWheel{
+			{name: "demo-core", version: "1.0.0", requested: true},
+			{name: "demo-util", version: "1.1.0", requested: true},
+		}
+		if _, err := Upgrade(context.Background(), img, old, f.opts(WithPackages("demo-util"))...); err != nil {
+			t.Fatalf("Upgrade(--package demo-util) = %v", err)
+		}
+		if _, ok := f.runner.job("apt resolve"); ok {
+			t.Error("Upgrade(--package demo-util) re-resolved apt")
+		}
+		f.runner.jobs = nil
+		f.old(t, old)
+		if _, err := Upgrade(context.Background(), img, old, f.opts(WithPackages("jq"))...); err != nil {
+			t.Fatalf("Upgrade(--package jq) = %v", err)
+		}
+		pj, _ := f.runner.job("pip resolve")
+		if got, want := string(pj.Files["constraints.txt"]), "demo-core==1.0.0\ndemo-util==1.0.0\n"; got != want {
+			t.Errorf("constraints.txt = %q, want %q", got, want)
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		edit func()
+		want string
+	}{
+		{name: "frozen package named", opts: []Option{WithPackages("demo-core")}, want: "--package demo-core is frozen"},
+		{name: "unknown package", opts: []Option{WithPackages("nosuch")}, want: "--package nosuch is not in the lock"},
+		{name: "spec moves the core", edit: func() { img.Python = "3.12" }, want: "the spec moves the frozen core (python 3.11 -> 3.12)"},
+		{name: "frozen would move", edit: func() {
+			f.runner.wheels = []fakeWheel{{name: "demo-core", version: "1.1.0"}, {name: "demo-util", version: "1.2.0", requested: true, requires: []string{"demo-core>=1.1"}}}
+		}, want: "would move frozen demo-core 1.0.0 -> 1.1.0; pulled by: demo-util 1.2.0 (requested) requires demo-core>=1.1"},
+		{name: "pip conflict names the held pins", edit: func() {
+			f.runner.pipRC, f.runner.pipLog = "1", "The conflict is caused by:\n    The user requested (constraint) demo-core==1.0.0\n    demo-util 1.2.0 depends on demo-core>=1.1"
+		}, want: "upgrade holds demo-core==1.0.0: image demo: pip could not resolve the requirements:\nThe conflict is caused by:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img = f.demo()
+			f.old(t, old)
+			if tc.edit != nil {
+				tc.edit()
+			}
+			_, err := Upgrade(context.Background(), img, old, f.opts(tc.opts...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Upgrade() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// old resets the fake to answer what old was resolved from.
+func (f *fixture) old(t *testing.T, old *Lock) {
+	t.Helper()
+	f.runner.pipRC, f.runner.pipLog = "", ""
+	f.runner.wheels = nil
+	for _, w := range old.Pip {
+		f.runner.wheels = append(f.runner.wheels, fakeWheel{name: w.Name, version: w.Version, requested: true})
+	}
+}

@@ -1,0 +1,300 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"io"
+	"log"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/exporter/containerimage/exptypes"
+	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/moby/buildkit/solver/errdefs"
+	"github.com/moby/buildkit/util/grpcerrors"
+	digest "github.com/opencontainers/go-digest"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/lock"
+)
+
+// fakeClient records the solve options and answers with digest, or err.
+type fakeClient struct {
+	opt    client.SolveOpt
+	err    error
+	digest string
+}
+
+func (f *fakeClient) Build(_ context.Context, opt client.SolveOpt, _ string, _ gateway.BuildFunc, ch chan *client.SolveStatus) (*client.SolveResponse, error) {
+	f.opt = opt
+	if ch != nil {
+		close(ch)
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &client.SolveResponse{ExporterResponse: map[string]string{exptypes.ExporterImageDigestKey: f.digest}}, nil
+}
+
+// localLock points the unit lock's base and staging repository at reg.
+func localLock(reg string) *lock.Lock {
+	l := unitLock()
+	l.Base.Ref = reg + "/imagectl/debian-base:bookworm"
+	l.Repos.Staging = reg + "/imagectl/staging/unit"
+	return l
+}
+
+// fakeRegistry is ggcr's in-process registry.
+func fakeRegistry(t *testing.T) string {
+	t.Helper()
+	s := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(s.Close)
+	return strings.TrimPrefix(s.URL, "http://")
+}
+
+// pushRandom pushes a random image with n layers to repo and returns its digest.
+func pushRandom(t *testing.T, repo string, n int64) (string, v1.Image) {
+	t.Helper()
+	img, err := random.Image(1024, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.NewDigest(repo + "@" + d.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	return d.String(), img
+}
+
+func TestSolveExporterOptions(t *testing.T) {
+	reg := fakeRegistry(t)
+	for _, tc := range []struct {
+		name  string
+		opts  []Option
+		attrs map[string]string
+	}{
+		{"push by digest", []Option{WithPush(true)}, map[string]string{
+			"name": reg + "/imagectl/staging/unit", "push": "true", "push-by-digest": "true",
+			"rewrite-timestamp": "true", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
+		}},
+		{"push with tag", []Option{WithPush(true), WithTag("candidate")}, map[string]string{
+			"name": reg + "/imagectl/staging/unit:candidate", "push": "true",
+			"rewrite-timestamp": "true", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
+		}},
+		{"no push", nil, map[string]string{
+			"rewrite-timestamp": "true", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := localLock(reg)
+			// base + 7 planned layers
+			dgst, _ := pushRandom(t, l.Repos.Staging, 9)
+			fc := &fakeClient{digest: dgst}
+			opts := append([]Option{fakeInit(t)}, tc.opts...)
+			r, err := Solve(context.Background(), fc, l, opts...)
+			if err != nil {
+				t.Fatalf("Solve() error: %v", err)
+			}
+			if len(fc.opt.Exports) != 1 || fc.opt.Exports[0].Type != client.ExporterImage {
+				t.Fatalf("exports = %+v, want one image exporter", fc.opt.Exports)
+			}
+			if diff := cmp.Diff(tc.attrs, fc.opt.Exports[0].Attrs); diff != "" {
+				t.Errorf("image exporter attrs (-want +got):\n%s", diff)
+			}
+			if r.Digest != dgst {
+				t.Errorf("Result.Digest = %q, want the exporter's digest %q", r.Digest, dgst)
+			}
+			if tc.attrs["push"] != "true" {
+				return
+			}
+			if want := l.Repos.Staging + "@" + dgst; r.Ref != want {
+				t.Errorf("Result.Ref = %q, want %q", r.Ref, want)
+			}
+			var names []string
+			var layers int64
+			for _, li := range r.Layers {
+				names = append(names, li.Name)
+				layers += li.Size
+			}
+			want := []string{"base", "base", "system", "venv", "big:demo-core", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init"}
+			if diff := cmp.Diff(want, names); diff != "" {
+				t.Errorf("Result.Layers names (-want +got):\n%s", diff)
+			}
+			if r.Size <= layers || layers < 9*1024 {
+				t.Errorf("Result.Size = %d, layers %d: want the manifest, config and layers", r.Size, layers)
+			}
+		})
+	}
+}
+
+func TestSolveCacheAndLayout(t *testing.T) {
+	reg := fakeRegistry(t)
+	fc := &fakeClient{err: errors.New("stop here")}
+	dir := t.TempDir()
+	_, err := Solve(context.Background(), fc, localLock(reg), fakeInit(t), WithOCILayout(dir),
+		WithCacheFrom("type=registry,ref="+reg+"/cache/unit:main"),
+		WithCacheTo("type=registry,ref="+reg+"/cache/unit:main,mode=max"))
+	if err == nil {
+		t.Fatal("Solve() with a failing client succeeded")
+	}
+	if len(fc.opt.Exports) != 2 || fc.opt.Exports[1].Type != client.ExporterOCI || fc.opt.Exports[1].OutputDir != dir || fc.opt.Exports[1].Attrs["tar"] != "false" {
+		t.Errorf("exports = %+v, want the image exporter and an oci layout directory at %s", fc.opt.Exports, dir)
+	}
+	wantFrom := []client.CacheOptionsEntry{{Type: "registry", Attrs: map[string]string{"ref": reg + "/cache/unit:main"}}}
+	wantTo := []client.CacheOptionsEntry{{Type: "registry", Attrs: map[string]string{"ref": reg + "/cache/unit:main", "mode": "max"}}}
+	if diff := cmp.Diff(wantFrom, fc.opt.CacheImports); diff != "" {
+		t.Errorf("cache imports (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantTo, fc.opt.CacheExports); diff != "" {
+		t.Errorf("cache exports (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseCacheOption(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		wantErr bool
+	}{
+		{"type=registry,ref=r/x:y", false},
+		{"type=registry", true},
+		{"ref=r/x:y", true},
+		{"type=registry,ref", true},
+		{`type=local,"src=/a,b"`, false},
+	} {
+		_, err := ParseCacheOption(tc.in)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("ParseCacheOption(%q) error = %v, want error %v", tc.in, err, tc.wantErr)
+		}
+	}
+}
+
+// TestChecksumErrorNamesPackage sends BuildKit's own error through the gRPC
+// codec, as a real daemon does, and checks that the failing vertex is
+// mapped back to its lock entry.
+func TestChecksumErrorNamesPackage(t *testing.T) {
+	reg := fakeRegistry(t)
+	l := localLock(reg)
+	def, err := Definition(context.Background(), l, fakeInit(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arts, err := Artifacts(def.ToPB(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vtx digest.Digest
+	var util lock.Wheel
+	for d, a := range arts {
+		if a.Name == "demo-util" {
+			vtx = d
+		}
+	}
+	for _, w := range l.Pip {
+		if w.Name == "demo-util" {
+			util = w
+		}
+	}
+	if vtx == "" {
+		t.Fatalf("Artifacts() = %v, no vertex for demo-util", arts)
+	}
+	got := "sha256:" + sum("something else")
+	bkErr := fmt.Errorf("digest mismatch for %s: %s (expected: sha256:%s)", util.URL, got, util.SHA256)
+	wire := grpcerrors.FromGRPC(grpcerrors.ToGRPC(context.Background(), errdefs.WrapVertex(bkErr, vtx)))
+
+	fc := &fakeClient{err: wire}
+	_, err = Solve(context.Background(), fc, l, fakeInit(t), WithPush(true))
+	var ce *ChecksumError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Solve() error = %v (%T), want a *ChecksumError", err, err)
+	}
+	if ce.Artifact.Name != "demo-util" || ce.Want != "sha256:"+util.SHA256 || ce.Got != got {
+		t.Errorf("ChecksumError = %+v, want demo-util, lock hash and served hash", ce)
+	}
+	for _, s := range []string{"demo-util", util.SHA256, got} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not mention %s", err, s)
+		}
+	}
+
+	// An error on a vertex that is not a fetch stays as it is.
+	other := grpcerrors.FromGRPC(grpcerrors.ToGRPC(context.Background(), errdefs.WrapVertex(errors.New("exit code 1"), digest.FromString("x"))))
+	if err := mapSolveError(other, arts); errors.As(err, &ce) {
+		t.Errorf("mapSolveError(non-fetch) = %v, want it unchanged", err)
+	}
+}
+
+func TestDialUnavailable(t *testing.T) {
+	// A listener that accepts and never answers: the dial must time out.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	for _, addr := range []string{"unix:///nonexistent/buildkitd.sock", "tcp://" + ln.Addr().String()} {
+		t.Run(addr, func(t *testing.T) {
+			start := time.Now()
+			_, err := Dial(context.Background(), addr, 2*time.Second)
+			took := time.Since(start)
+			var ue *UnavailableError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), addr) {
+				t.Fatalf("Dial(%s) = %v, want an UnavailableError naming the address", addr, err)
+			}
+			if exitcode.Code(err) != exitcode.Unavailable {
+				t.Errorf("exit code = %d, want %d", exitcode.Code(err), exitcode.Unavailable)
+			}
+			if took > 5*time.Second {
+				t.Errorf("Dial(%s) took %v, want the 2s timeout", addr, took)
+			}
+		})
+	}
+}
+
+func TestSolveRegistryUnavailable(t *testing.T) {
+	// A port with nothing listening.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	fc := &fakeClient{}
+	start := time.Now()
+	_, err = Solve(context.Background(), fc, localLock(dead), fakeInit(t), WithPush(true), WithDialTimeout(2*time.Second))
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.Service != "registry" || !strings.Contains(err.Error(), dead) {
+		t.Fatalf("Solve() to a dead registry = %v, want an UnavailableError naming %s", err, dead)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("took %v, want within the 2s timeout", time.Since(start))
+	}
+	if fc.opt.Exports != nil {
+		t.Errorf("Solve() reached buildkitd although the registry is down")
+	}
+}

@@ -269,7 +269,11 @@ func (l *loader) decodeImage(ctx *hcl.EvalContext, blk *hcl.Block, defs collecte
 			}
 		}
 		if prev, ok := l.names[img.Name]; ok {
-			l.errorf(nameRange, "Duplicate image name", "Image name %q is already used by the image at %s; with a matrix, make the name use every matrix key.", img.Name, prev)
+			hint := ""
+			if len(keys) > 0 {
+				hint = fmt.Sprintf(" Make the name use every matrix key (%s).", strings.Join(keys, ", "))
+			}
+			l.errorf(nameRange, "Duplicate image name", "Image name %q is already used by the image at %s.%s", img.Name, prev, hint)
 			continue
 		}
 		l.names[img.Name] = nameRange

@@ -238,3 +238,31 @@ func (e *DiagnosticsError) ExitCode() int { return exitcode.Failure }
 func (e *DiagnosticsError) WriteText(w io.Writer, width uint, color bool) error {
 	return hcl.NewDiagnosticTextWriter(w, e.Files, width, color).WriteDiagnostics(e.Diagnostics)
 }
+
+// Diagnostic is one spec diagnostic in a form for JSON output.
+type Diagnostic struct {
+	Severity  string `json:"severity"`
+	Summary   string `json:"summary"`
+	Detail    string `json:"detail,omitempty"`
+	File      string `json:"file,omitempty"`
+	Line      int    `json:"line,omitempty"`
+	Column    int    `json:"column,omitempty"`
+	EndLine   int    `json:"end_line,omitempty"`
+	EndColumn int    `json:"end_column,omitempty"`
+}
+
+// List returns the diagnostics for JSON output.
+func (e *DiagnosticsError) List() []Diagnostic {
+	out := []Diagnostic{}
+	for _, d := range e.Diagnostics {
+		x := Diagnostic{Severity: "error", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			x.Severity = "warning"
+		}
+		if s := d.Subject; s != nil {
+			x.File, x.Line, x.Column, x.EndLine, x.EndColumn = s.Filename, s.Start.Line, s.Start.Column, s.End.Line, s.End.Column
+		}
+		out = append(out, x)
+	}
+	return out
+}

@@ -1,0 +1,85 @@
+package compat
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Answer is what Query returns: the catalog rows that match, and for a
+// torch release and CUDA base without a wheel of their own, the problem
+// Check reports with its choices.
+type Answer struct {
+	// Digest identifies the catalog (see Digest).
+	Digest string `json:"digest"`
+	// Wheels are the matching torch wheels.
+	Wheels []WheelMatch `json:"wheels"`
+	// DriverFloors are the matching CUDA driver floors.
+	DriverFloors []DriverFloor `json:"driver_floors"`
+	// Problems are set when the asked combination has no direct wheel.
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// WheelMatch is a wheel and, when a CUDA base was asked, how it runs there.
+type WheelMatch struct {
+	Wheel
+	// Mode is "native" (the wheel's CUDA equals the base's), "minor-version
+	// compatibility" (the wheel's CUDA is newer, same major) or "older
+	// runtime" (older, same major). Empty when no CUDA was asked.
+	Mode string `json:"mode,omitempty"`
+	// MinDriver is the lowest driver for this wheel on the asked base.
+	MinDriver string `json:"min_driver,omitempty"`
+}
+
+// Query selects catalog rows: torch restricts to a release, cuda to the
+// wheels that can run on a base of that CUDA version (same major) and to
+// its driver floors. Empty arguments select everything.
+func Query(torch, cuda string) (Answer, error) {
+	ans := Answer{Digest: Digest()}
+	if torch != "" {
+		if _, ok := Release(torch); !ok {
+			return ans, fmt.Errorf("torch %s is not in the catalog (known: %s)", torch, strings.Join(releases(), ", "))
+		}
+	}
+	if cuda != "" {
+		if _, ok := LookupDriverFloor(cuda); !ok {
+			return ans, fmt.Errorf("CUDA %s is not in the catalog (known: %s)", cuda, strings.Join(cudaVersions(), ", "))
+		}
+	}
+	for _, r := range catalog.Torch {
+		if torch != "" && r.Version != torch {
+			continue
+		}
+		for _, w := range r.Wheels {
+			m := WheelMatch{Wheel: w}
+			if cuda != "" {
+				if w.CUDA == "" || major(w.CUDA) != major(cuda) {
+					continue
+				}
+				need := cuda
+				switch c := CompareVersions(w.CUDA, cuda); {
+				case c == 0:
+					m.Mode = "native"
+				case c > 0:
+					m.Mode = "minor-version compatibility"
+					need = w.CUDA
+				default:
+					m.Mode = "older runtime"
+				}
+				if f, ok := LookupDriverFloor(need); ok {
+					m.MinDriver = f.MinorCompat
+				}
+			}
+			ans.Wheels = append(ans.Wheels, m)
+		}
+	}
+	for _, f := range catalog.CUDA {
+		if cuda == "" || f.CUDA == cuda {
+			ans.DriverFloors = append(ans.DriverFloors, f)
+		}
+	}
+	if torch != "" && cuda != "" {
+		_, ps := Check(Request{Torch: torch, CUDA: cuda, DriverFloor: "99999"})
+		ans.Problems = ps
+	}
+	return ans, nil
+}

@@ -1,0 +1,4 @@
+# want: 3 Invalid expression
+image "x" {
+  base = = "a"
+}

@@ -1,0 +1,3 @@
+# want: 2 Blocks of type "target" are not expected here
+target "x" {
+}

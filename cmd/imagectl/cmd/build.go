@@ -1,17 +1,113 @@
 package cmd
 
 import (
-	"errors"
+	"fmt"
+	"time"
 
+	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/util/progress/progressui"
 	"github.com/spf13/cobra"
+
+	"imagectl/internal/build"
+	"imagectl/internal/exitcode"
+	"imagectl/internal/lock"
 )
 
-// STUB: replaced by the stage that owns "build".
 func newBuildCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "build",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("build is not built yet") },
+	var (
+		out                outputFlag
+		lockPath, addr     string
+		progress, initPath string
+		ociLayout, tag     string
+		repo               string
+		push, insecure     bool
+		cacheFrom, cacheTo []string
+		timeout            time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "build --lock images/NAME/lock.json [--push] [--oci-layout DIR]",
+		Short: "Build the image of a lock with BuildKit; print its digest",
+		Long: `Build turns a lock into an image on buildkitd: the base by digest, every deb and
+wheel fetched from its locked URL and checked against its locked sha256, installed
+with the network off, in layers ordered by how rarely they change (base, system
+packages, venv, one layer per big wheel, periphery wheels, the init and its config).
+Timestamps are rewritten to the lock's SOURCE_DATE_EPOCH, so two clean builds give
+the same digest.
+
+The digest goes to stdout; --output json adds the size and the layers. Progress
+goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
+		Example: `  # Build and push by digest to the lock's staging repository
+  imagectl build --lock images/demo/lock.json --push
+
+  # Write an OCI layout as well, share cache through the registry, JSON details
+  imagectl build --lock images/demo/lock.json --push --oci-layout out/demo \
+    --cache-from type=registry,ref=127.0.0.1:5000/cache/demo:main \
+    --cache-to type=registry,ref=127.0.0.1:5000/cache/demo:main,mode=max -o json`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
+			if lockPath == "" {
+				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--lock is required"))
+			}
+			l, err := lock.Read(lockPath)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			c, err := build.Dial(ctx, build.Addr(addr), timeout)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			d, err := progressui.NewDisplay(cmd.ErrOrStderr(), progressui.DisplayMode(progress))
+			if err != nil {
+				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--progress %q: %w", progress, err))
+			}
+			ch := make(chan *client.SolveStatus)
+			shown := make(chan struct{})
+			go func() { _, _ = d.UpdateFrom(ctx, ch); close(shown) }()
+			opts := []build.Option{build.WithPush(push), build.WithStatus(ch), build.WithDialTimeout(timeout),
+				build.WithInsecureRegistry(insecure), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...)}
+			if initPath != "" {
+				opts = append(opts, build.WithInit(initPath))
+			}
+			if ociLayout != "" {
+				opts = append(opts, build.WithOCILayout(ociLayout))
+			}
+			if tag != "" {
+				opts = append(opts, build.WithTag(tag))
+			}
+			if repo != "" {
+				opts = append(opts, build.WithName(repo))
+			}
+			res, err := build.Solve(ctx, c, l, opts...)
+			<-shown
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), res.Digest)
+			return err
+		},
 	}
+	f := cmd.Flags()
+	addOutputFlag(cmd, &out)
+	f.StringVar(&lockPath, "lock", "", "the lock to build (images/NAME/lock.json)")
+	f.StringVar(&addr, "addr", "", "buildkitd address (default $BUILDKIT_HOST, else "+build.DefaultAddr+")")
+	f.BoolVar(&push, "push", false, "push the image by digest to the lock's staging repository")
+	f.StringVar(&repo, "repo", "", "push to this repository instead of the lock's staging repository")
+	f.StringVar(&tag, "tag", "", "also push under this tag (default: by digest only)")
+	f.StringVar(&ociLayout, "oci-layout", "", "also write the image as an OCI layout directory")
+	f.StringArrayVar(&cacheFrom, "cache-from", nil, "import build cache, e.g. type=registry,ref=REPO:TAG (repeatable)")
+	f.StringArrayVar(&cacheTo, "cache-to", nil, "export build cache, e.g. type=registry,ref=REPO:TAG,mode=max (repeatable)")
+	f.StringVar(&progress, "progress", "auto", "progress output on stderr: auto, tty, plain, rawjson or quiet")
+	f.StringVar(&initPath, "init", "", "the init binary to bake in (default: imagectl-init beside imagectl)")
+	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for buildkitd and the registries to answer")
+	f.BoolVar(&insecure, "insecure-registry", false, "let buildkitd push over plain HTTP (exporter registry.insecure)")
+	return cmd
 }

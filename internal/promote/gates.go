@@ -1,0 +1,217 @@
+package promote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/lock"
+	"imagectl/internal/sign"
+	"imagectl/internal/verify"
+)
+
+// Gate names a promotion gate.
+type Gate string
+
+const (
+	// GateDigest: the release's source is a digest reference, never a tag.
+	GateDigest Gate = "digest"
+	// GateSignature: the digest carries a cosign signature for exactly this
+	// digest by a trusted signing key.
+	GateSignature Gate = "signature"
+	// GateVerification: the digest carries a verification attestation for
+	// exactly this digest, passing, against the lock in git, signed by a
+	// trusted verifier key.
+	GateVerification Gate = "verification"
+	// GateLock: the digest carries a lock attestation by a trusted signing
+	// key whose lock equals the lock in git.
+	GateLock Gate = "lock"
+	// GateImmutableTag: a release tag already points at another digest in
+	// the release repository; release tags never move.
+	GateImmutableTag Gate = "immutable-tag"
+)
+
+// Refusal is one gate refusing one release.
+type Refusal struct {
+	Source string `json:"source"`
+	Gate   Gate   `json:"gate"`
+	Reason string `json:"reason"`
+}
+
+func (r Refusal) String() string {
+	return fmt.Sprintf("%s: gate %s refused: %s", r.Source, r.Gate, r.Reason)
+}
+
+// RefusedError is returned when any gate refused any release. Nothing was
+// copied and no tag was moved.
+type RefusedError struct {
+	Refusals []Refusal
+}
+
+func (e *RefusedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "promotion refused (%d refusal(s); nothing was copied)", len(e.Refusals))
+	for _, r := range e.Refusals {
+		b.WriteString("\n  ")
+		b.WriteString(r.String())
+	}
+	return b.String()
+}
+
+// ExitCode implements exitcode.Coder.
+func (e *RefusedError) ExitCode() int { return exitcode.PromotionRefused }
+
+// Gates reports whether the error was refused by gate g.
+func (e *RefusedError) Has(g Gate) bool {
+	for _, r := range e.Refusals {
+		if r.Gate == g {
+			return true
+		}
+	}
+	return false
+}
+
+// checkGates runs the signature, verification and lock gates for one
+// source digest and returns every refusal, not just the first. With a nil
+// l (pin: no git at hand) the lock gate accepts any valid lock attestation
+// by a trusted key, and the verification must name that lock.
+func (o *options) checkGates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string) []Refusal {
+	_, refusals := o.gates(ctx, src, l, lockPath)
+	return refusals
+}
+
+// gates is checkGates, also returning the attested lock.
+func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string) (*lock.Lock, []Refusal) {
+	refuse := func(g Gate, format string, args ...any) Refusal {
+		return Refusal{Source: src.String(), Gate: g, Reason: fmt.Sprintf(format, args...)}
+	}
+	var out []Refusal
+	sopts := []sign.Option{sign.WithRemoteOptions(o.remoteOptions(ctx)...)}
+
+	// Signature by a trusted key.
+	var sigErrs []string
+	signed := false
+	for _, k := range o.trustedKeys {
+		err := sign.VerifySignature(ctx, src, k, sopts...)
+		if err == nil {
+			signed = true
+			break
+		}
+		sigErrs = append(sigErrs, err.Error())
+	}
+	if !signed {
+		out = append(out, refuse(GateSignature, "no signature for this digest by a trusted key (%s)", strings.Join(sigErrs, "; ")))
+	}
+
+	// Lock attestation equal to the lock in git (or, for pin, any valid one).
+	var want []byte
+	if l != nil {
+		var err error
+		if want, err = sign.LockPredicate(l); err != nil {
+			out = append(out, refuse(GateLock, "the lock in git cannot be encoded: %v", err))
+			return nil, out
+		}
+	}
+	var lerr []string
+	var attested *lock.Lock
+	for _, k := range o.trustedKeys {
+		preds, err := sign.VerifyAttestations(ctx, src, sign.LockPredicateType, k, sopts...)
+		if err != nil {
+			lerr = append(lerr, err.Error())
+			continue
+		}
+		for _, p := range preds {
+			got, err := lock.Parse("lock attestation", p)
+			if err != nil {
+				lerr = append(lerr, err.Error())
+				continue
+			}
+			if l != nil {
+				gb, err := sign.LockPredicate(got)
+				if err != nil || !bytes.Equal(gb, want) {
+					lerr = append(lerr, fmt.Sprintf("the attested lock (%s) differs from %s (%s)", got.Digest, lockPath, l.Digest))
+					continue
+				}
+			}
+			attested = got
+			break
+		}
+		if attested != nil {
+			break
+		}
+	}
+	if attested == nil {
+		what := "equal to the lock in git"
+		if l == nil {
+			what = "holding a valid lock"
+		}
+		out = append(out, refuse(GateLock, "no lock attestation by a trusted key %s (%s)", what, strings.Join(lerr, "; ")))
+	}
+	wantLock := ""
+	switch {
+	case l != nil:
+		wantLock = l.Digest
+	case attested != nil:
+		wantLock = attested.Digest
+	}
+
+	// Verification attestation by a trusted verifier key, for exactly this
+	// digest, passing, against the lock.
+	var verr []string
+	passed := false
+	for _, k := range o.verifierKeys {
+		preds, err := sign.VerifyAttestations(ctx, src, verify.PredicateType, k, sopts...)
+		if err != nil {
+			verr = append(verr, err.Error())
+			continue
+		}
+		for _, p := range preds {
+			var r verify.Result
+			if err := json.Unmarshal(p, &r); err != nil {
+				verr = append(verr, fmt.Sprintf("verification predicate is not a result: %v", err))
+				continue
+			}
+			switch {
+			case r.Digest != src.DigestStr():
+				verr = append(verr, fmt.Sprintf("the verification result is for %s, not this digest", r.Digest))
+			case !r.Passed:
+				verr = append(verr, fmt.Sprintf("verification failed (%s)", failedChecks(r)))
+			case wantLock == "":
+				verr = append(verr, "no lock to compare the verified lock with")
+			case r.LockDigest != wantLock:
+				verr = append(verr, fmt.Sprintf("verified against lock %s, but the lock is %s", r.LockDigest, wantLock))
+			default:
+				passed = true
+			}
+		}
+		if passed {
+			break
+		}
+	}
+	if !passed {
+		if len(o.verifierKeys) == 0 {
+			verr = append(verr, "no trusted verifier key configured")
+		}
+		out = append(out, refuse(GateVerification, "no passing verification of this digest by a trusted verifier key (%s)", strings.Join(verr, "; ")))
+	}
+
+	return attested, out
+}
+
+func failedChecks(r verify.Result) string {
+	var names []string
+	for _, c := range r.Checks {
+		if c.Status == verify.Fail {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "passed=false"
+	}
+	return "failed checks: " + strings.Join(names, ", ")
+}

@@ -1,0 +1,256 @@
+// Package promote moves verified image digests from a staging repository to
+// a release repository, declaratively: a release file in git says which
+// digest carries which release tags, and Run reconciles the registry to it
+// after every digest has passed the gates (signed by a trusted key, a
+// passing verification attestation for exactly that digest by a trusted
+// verifier key, the lock attestation equal to the lock in git).
+package promote
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"imagectl/internal/atomicfile"
+)
+
+// SchemaVersion is the release file version this package reads and writes.
+const SchemaVersion = 1
+
+// FileName is the release file's name inside images/<image>/.
+const FileName = "releases.json"
+
+// File is a release file: images/<image>/releases.json.
+type File struct {
+	SchemaVersion int `json:"schema_version"`
+	// Image is the image name (the lock's name).
+	Image string `json:"image"`
+	// Repository is the release repository, registry/path, no tag.
+	Repository string `json:"repository"`
+	// Releases are the promoted digests, oldest first. Releases stay: a new
+	// month adds an entry.
+	Releases []Release `json:"releases"`
+	// Moving maps moving tags ("2.6-cu121") to the digest ("sha256:...") of
+	// one of Releases.
+	Moving map[string]string `json:"moving,omitempty"`
+}
+
+// Release is one promoted digest.
+type Release struct {
+	// Source is the image in the staging repository, by digest:
+	// registry/path@sha256:... A tag here is refused by the digest gate.
+	Source string `json:"source"`
+	// Tags are the release's immutable tags, e.g. "2.6-cu121-2026.12".
+	Tags []string `json:"tags"`
+	// Month is the release month, YYYY-MM.
+	Month string `json:"month"`
+	// LockDigest is the digest of the lock the image was built from.
+	LockDigest string `json:"lock_digest,omitempty"`
+}
+
+// Digest returns the release's source as a digest reference, or an error
+// when Source is not one.
+func (r Release) Digest() (name.Digest, error) {
+	return name.NewDigest(r.Source, name.StrictValidation)
+}
+
+// FormatError reports a release file that cannot be read.
+type FormatError struct {
+	Path string
+	Err  error
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("%s: not a valid release file: %v", e.Path, e.Err)
+}
+func (e *FormatError) Unwrap() error { return e.Err }
+
+var (
+	monthRE  = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
+	digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+// Parse reads a release file strictly: unknown fields, trailing data,
+// another schema version, malformed tags or months, a tag used twice, or a
+// moving tag pointing outside Releases are errors. path is for messages.
+func Parse(path string, b []byte) (*File, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, &FormatError{Path: path, Err: err}
+	}
+	if dec.More() {
+		return nil, &FormatError{Path: path, Err: errors.New("trailing data after the release object")}
+	}
+	if err := f.validate(); err != nil {
+		return nil, &FormatError{Path: path, Err: err}
+	}
+	return &f, nil
+}
+
+func (f *File) validate() error {
+	if f.SchemaVersion != SchemaVersion {
+		return fmt.Errorf("schema_version %d is not supported (this imagectl reads version %d)", f.SchemaVersion, SchemaVersion)
+	}
+	if f.Image == "" {
+		return errors.New("image is empty")
+	}
+	repo, err := name.NewRepository(f.Repository, name.StrictValidation)
+	if err != nil {
+		return fmt.Errorf("repository %q: %w", f.Repository, err)
+	}
+	used := map[string]string{}
+	digests := map[string]bool{}
+	for i, r := range f.Releases {
+		where := fmt.Sprintf("releases[%d]", i)
+		if _, err := name.ParseReference(r.Source, name.StrictValidation); err != nil {
+			return fmt.Errorf("%s: source %q: %w", where, r.Source, err)
+		}
+		if !monthRE.MatchString(r.Month) {
+			return fmt.Errorf("%s: month %q: want YYYY-MM", where, r.Month)
+		}
+		if r.LockDigest != "" && !digestRE.MatchString(r.LockDigest) {
+			return fmt.Errorf("%s: lock_digest %q: want sha256:<64 hex>", where, r.LockDigest)
+		}
+		if len(r.Tags) == 0 {
+			return fmt.Errorf("%s: no tags", where)
+		}
+		for _, t := range r.Tags {
+			if err := checkTag(repo, t); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			if prev, ok := used[t]; ok {
+				return fmt.Errorf("%s: tag %q is already used by %s", where, t, prev)
+			}
+			used[t] = where
+		}
+		if d, err := r.Digest(); err == nil {
+			if digests[d.DigestStr()] {
+				return fmt.Errorf("%s: digest %s is listed twice", where, d.DigestStr())
+			}
+			digests[d.DigestStr()] = true
+		}
+	}
+	for t, d := range f.Moving {
+		if err := checkTag(repo, t); err != nil {
+			return fmt.Errorf("moving: %w", err)
+		}
+		if prev, ok := used[t]; ok {
+			return fmt.Errorf("moving: tag %q is already a release tag of %s", t, prev)
+		}
+		if !digests[d] {
+			return fmt.Errorf("moving: tag %q points to %s, which is not the digest of any release", t, d)
+		}
+	}
+	return nil
+}
+
+func checkTag(repo name.Repository, t string) error {
+	if _, err := name.NewTag(repo.Name()+":"+t, name.StrictValidation); err != nil {
+		return fmt.Errorf("tag %q: %w", t, err)
+	}
+	if len(t) > 7 && (t[:7] == "sha256-") {
+		return fmt.Errorf("tag %q: sha256-* tags are reserved for signatures and attestations", t)
+	}
+	return nil
+}
+
+// ReadFile reads and parses the release file at path.
+func ReadFile(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading release file: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Marshal returns the canonical file content: indented JSON, releases in
+// file order, map keys sorted, a trailing newline.
+func Marshal(f *File) ([]byte, error) {
+	if f.SchemaVersion == 0 {
+		f.SchemaVersion = SchemaVersion
+	}
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(f); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteFile writes f to path atomically.
+func WriteFile(path string, f *File) error {
+	b, err := Marshal(f)
+	if err != nil {
+		return fmt.Errorf("writing release file %s: %w", path, err)
+	}
+	return atomicfile.Write(path, b, 0o644)
+}
+
+// Record adds a release to the release file at path, creating the file
+// (with image and repository) when it does not exist, and points the given
+// moving tags at it. Recording the same release again changes nothing; a
+// release tag already used by another digest is an error.
+func Record(path, image, repository string, rel Release, moving ...string) error {
+	d, err := rel.Digest()
+	if err != nil {
+		return fmt.Errorf("recording release: source must be a digest reference: %w", err)
+	}
+	f, err := ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		f = &File{SchemaVersion: SchemaVersion, Image: image, Repository: repository}
+	case err != nil:
+		return err
+	case f.Image != image || f.Repository != repository:
+		return fmt.Errorf("recording release: %s is for %s in %s, not %s in %s", path, f.Image, f.Repository, image, repository)
+	}
+	sort.Strings(rel.Tags)
+	found := false
+	for i, r := range f.Releases {
+		rd, err := r.Digest()
+		if err != nil || rd.DigestStr() != d.DigestStr() {
+			continue
+		}
+		found = true
+		for _, t := range rel.Tags {
+			if !contains(r.Tags, t) {
+				f.Releases[i].Tags = append(f.Releases[i].Tags, t)
+			}
+		}
+		sort.Strings(f.Releases[i].Tags)
+	}
+	if !found {
+		f.Releases = append(f.Releases, rel)
+	}
+	for _, t := range moving {
+		if f.Moving == nil {
+			f.Moving = map[string]string{}
+		}
+		f.Moving[t] = d.DigestStr()
+	}
+	return WriteFile(path, f)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

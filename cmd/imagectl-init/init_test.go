@@ -1,0 +1,442 @@
+package main
+
+import (
+	"bufio"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests run the built init as a real PID 1 in fresh PID and mount
+// namespaces (unshare --pid --fork --mount-proc --mount), so mounts they make
+// never reach the host. They need root and unshare; without them they skip.
+
+var initBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "imagectl-init-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	initBin = filepath.Join(dir, "imagectl-init")
+	build := exec.Command("go", "build", "-trimpath", "-o", initBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building imagectl-init:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func requireNamespaces(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for PID and mount namespaces")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("needs unshare (util-linux)")
+	}
+	if out, err := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--mount", "true").CombinedOutput(); err != nil {
+		t.Skipf("cannot create namespaces here: %v: %s", err, out)
+	}
+}
+
+func TestStaticBinary(t *testing.T) {
+	f, err := elf.Open(initBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("%s has a program interpreter: it is not static", initBin)
+		}
+	}
+}
+
+// sandbox is one run of the init inside new namespaces.
+type sandbox struct {
+	t      *testing.T
+	dir    string
+	cmd    *exec.Cmd
+	stdout *bufio.Reader
+	stderr strings.Builder
+}
+
+// start runs setup (shell, as PID 1 before the init) and then execs the init
+// with the config cfg (nil: no config) and the command argv. $DIR is a fresh
+// directory; $INIT the binary.
+func start(t *testing.T, cfg map[string]any, setup string, argv ...string) *sandbox {
+	t.Helper()
+	requireNamespaces(t)
+	s := &sandbox{t: t, dir: t.TempDir()}
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "DIR=" + s.dir, "INIT=" + initBin}
+	if cfg != nil {
+		b, _ := json.Marshal(cfg)
+		path := filepath.Join(s.dir, "runtime.json")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, "IMAGECTL_RUNTIME_CONFIG="+path)
+	} else {
+		env = append(env, "IMAGECTL_RUNTIME_CONFIG="+filepath.Join(s.dir, "none.json"))
+		if err := os.WriteFile(filepath.Join(s.dir, "none.json"), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := "set -e\n" + setup + "\nexec \"$INIT\" -- \"$@\"\n"
+	s.cmd = exec.Command("unshare", append([]string{"--pid", "--fork", "--mount-proc", "--mount", "--propagation", "private", "sh", "-c", script, "sh"}, argv...)...)
+	s.cmd.Env = env
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stdout = bufio.NewReader(out)
+	s.cmd.Stderr = &s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			_ = s.cmd.Process.Kill()
+			_ = s.cmd.Wait()
+		}
+	})
+	return s
+}
+
+// line reads one line of the command's stdout.
+func (s *sandbox) line() string {
+	s.t.Helper()
+	l, err := s.stdout.ReadString('\n')
+	if err != nil {
+		s.t.Fatalf("reading the command's output: %v (stderr: %s)", err, s.stderr.String())
+	}
+	return strings.TrimSpace(l)
+}
+
+// wait returns the exit code of the whole sandbox (the init's, since
+// unshare --fork passes its child's code through), the rest of stdout, and
+// how long it ran since start.
+func (s *sandbox) wait() (int, string) {
+	s.t.Helper()
+	rest, _ := io.ReadAll(s.stdout)
+	err := s.cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(rest)
+	}
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return 0, string(rest)
+}
+
+// initPID finds the host PID of the init: unshare's only child, once it has
+// exec'd the init binary.
+func (s *sandbox) initPID() int {
+	s.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.cmd.Process.Pid, s.cmd.Process.Pid))
+		for _, f := range strings.Fields(string(b)) {
+			pid, _ := strconv.Atoi(f)
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == initBin {
+				return pid
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.t.Fatalf("the init never started (stderr: %s)", s.stderr.String())
+	return 0
+}
+
+func TestSignalsReachTheCommand(t *testing.T) {
+	child := `for s in HUP USR1 USR2 WINCH QUIT INT; do trap "echo got $s" $s; done
+trap 'echo got TERM; exit 7' TERM
+echo ready
+while :; do sleep 0.05; done`
+	s := start(t, nil, "", "sh", "-c", child)
+	if l := s.line(); l != "ready" {
+		t.Fatalf("first line %q, want ready", l)
+	}
+	pid := s.initPID()
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH} {
+		if err := syscall.Kill(pid, sig); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.line(), "got "+strings.TrimPrefix(sigName(sig), "SIG"); got != want {
+			t.Errorf("after %v: %q, want %q", sig, got, want)
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, rest := s.wait()
+	if !strings.Contains(rest, "got TERM") {
+		t.Errorf("the command did not see SIGTERM; output %q", rest)
+	}
+	if code != 7 {
+		t.Errorf("exit code %d, want the command's 7 (stderr: %s)", code, s.stderr.String())
+	}
+}
+
+func sigName(s syscall.Signal) string {
+	return map[syscall.Signal]string{syscall.SIGHUP: "HUP", syscall.SIGUSR1: "USR1", syscall.SIGUSR2: "USR2", syscall.SIGWINCH: "WINCH"}[s]
+}
+
+func TestExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sh   string
+		want int
+	}{
+		{"ok", "exit 0", 0},
+		{"code", "exit 3", 3},
+		{"killed", "kill -KILL $$", 128 + 9},
+		{"terminated", "kill -TERM $$", 128 + 15},
+		{"segv", "kill -SEGV $$", 128 + 11},
+		{"not found", "exec /nonexistent/command", 127},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := start(t, nil, "", "sh", "-c", tc.sh)
+			if code, _ := s.wait(); code != tc.want {
+				t.Errorf("sh -c %q under the init: exit %d, want %d (stderr: %s)", tc.sh, code, tc.want, s.stderr.String())
+			}
+		})
+	}
+	s := start(t, nil, "", "/no/such/binary")
+	if code, _ := s.wait(); code != 127 {
+		t.Errorf("missing command: exit %d, want 127", code)
+	}
+}
+
+func TestReapsOrphans(t *testing.T) {
+	// 100 grandchildren orphaned at once (their parents exit immediately),
+	// so they are reparented to the init and exit 1 s later. Then count
+	// zombies in the namespace.
+	child := `i=0; while [ $i -lt 100 ]; do (sleep 1 &); i=$((i+1)); done
+count() { n=0; for d in /proc/[0-9]*; do [ "$(cut -d' ' -f4 $d/stat 2>/dev/null)" = 1 ] && grep -q '^Name:.*sleep' $d/status 2>/dev/null && n=$((n+1)); done; }
+t=0; count; while [ $n -lt 100 ] && [ $t -lt 20 ]; do sleep 0.05; t=$((t+1)); count; done
+echo orphans $n
+sleep 1.5
+z=0; for d in /proc/[0-9]*; do [ "$(cut -d' ' -f3 $d/stat 2>/dev/null)" = Z ] && z=$((z+1)); done
+echo zombies $z`
+	s := start(t, nil, "", "sh", "-c", child)
+	if l := s.line(); l != "orphans 100" {
+		t.Fatalf("%q, want %q: the orphans were not reparented to the init", l, "orphans 100")
+	}
+	if l := s.line(); l != "zombies 0" {
+		t.Errorf("%q, want %q: the init did not reap every orphan", l, "zombies 0")
+	}
+	if code, _ := s.wait(); code != 0 {
+		t.Errorf("exit %d, want 0 (stderr: %s)", code, s.stderr.String())
+	}
+}
+
+func TestGracePeriodThenKill(t *testing.T) {
+	cfg := map[string]any{"grace_period": "500ms"}
+	s := start(t, cfg, "", "sh", "-c", `trap '' TERM; echo ready; sleep 30`)
+	if l := s.line(); l != "ready" {
+		t.Fatalf("first line %q, want ready", l)
+	}
+	pid := s.initPID()
+	begin := time.Now()
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	code, _ := s.wait()
+	took := time.Since(begin)
+	if code != 137 {
+		t.Errorf("exit %d, want 137 (killed after the grace period)", code)
+	}
+	if took < 500*time.Millisecond || took > 3*time.Second {
+		t.Errorf("the command was killed %v after SIGTERM, want just over the 500ms grace period", took)
+	}
+	if !strings.Contains(s.stderr.String(), "grace period") {
+		t.Errorf("no grace-period warning in stderr %q", s.stderr.String())
+	}
+}
+
+func TestStorageAppearsAfterTwoSeconds(t *testing.T) {
+	cfg := map[string]any{
+		"storage": map[string]any{"path": "STORAGE", "ready_file": "STORAGE/.ready", "timeout": "10s", "required": true},
+		"tmpdir":  "STORAGE/tmp",
+		"caches":  map[string]any{"inductor": "STORAGE/cache/inductor", "triton": "STORAGE/cache/triton"},
+	}
+	setup := `mkdir -p "$DIR/storage"
+(sleep 2; mount -t tmpfs -o size=16m storage "$DIR/storage"; touch "$DIR/storage/.ready") &
+umask 077`
+	child := `echo started
+for v in TMPDIR TORCHINDUCTOR_CACHE_DIR TRITON_CACHE_DIR; do eval p=\$$v; echo "$v $p $(stat -c %a "$p") $(stat -f -c %T "$p")"; done`
+	s := startWithStorage(t, cfg, setup, child)
+	begin := time.Now()
+	if l := s.line(); l != "started" {
+		t.Fatalf("first line %q, want started", l)
+	}
+	took := time.Since(begin)
+	if took < 1900*time.Millisecond || took > 5*time.Second {
+		t.Errorf("the command started after %v, want just after the storage appeared at 2s", took)
+	}
+	for _, v := range []string{"TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"} {
+		f := strings.Fields(s.line())
+		if len(f) != 4 || f[0] != v || !strings.HasPrefix(f[1], filepath.Join(s.dir, "storage")+"/") || f[2] != "775" || f[3] != "tmpfs" {
+			t.Errorf("%s: %v, want a 775 directory on the storage tmpfs", v, f)
+		}
+	}
+	if code, _ := s.wait(); code != 0 {
+		t.Errorf("exit %d, want 0 (stderr: %s)", code, s.stderr.String())
+	}
+}
+
+// startWithStorage replaces STORAGE in the config with $DIR/storage.
+func startWithStorage(t *testing.T, cfg map[string]any, setup, child string) *sandbox {
+	t.Helper()
+	b, _ := json.Marshal(cfg)
+	dir := t.TempDir()
+	b = []byte(strings.ReplaceAll(string(b), "STORAGE", filepath.Join(dir, "storage")))
+	var c map[string]any
+	_ = json.Unmarshal(b, &c)
+	setup = strings.ReplaceAll(setup, `$DIR`, dir)
+	s := start(t, c, setup, "sh", "-c", strings.ReplaceAll(child, `$DIR`, dir))
+	s.dir = dir
+	return s
+}
+
+func TestStorageNeverAppears(t *testing.T) {
+	cfg := map[string]any{"storage": map[string]any{"path": "STORAGE", "timeout": "1s", "required": true}}
+	begin := time.Now()
+	s := startWithStorage(t, cfg, "", "echo started")
+	code, out := s.wait()
+	took := time.Since(begin)
+	if code != 75 {
+		t.Errorf("exit %d, want 75", code)
+	}
+	if strings.Contains(out, "started") {
+		t.Errorf("the command ran although required storage never came")
+	}
+	if took > 3*time.Second {
+		t.Errorf("gave up after %v, want about the 1s timeout", took)
+	}
+	msg := strings.TrimSpace(s.stderr.String())
+	if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, filepath.Join(s.dir, "storage")) || !strings.Contains(msg, "1s") {
+		t.Errorf("stderr %q, want one line naming the path and the 1s timeout", msg)
+	}
+}
+
+func TestSmallShmEnlarged(t *testing.T) {
+	cfg := map[string]any{"shm_path": "STORAGE", "min_shm_bytes": 64 << 20}
+	setup := `mkdir -p "$DIR/storage"; mount -t tmpfs -o size=1m,nosuid,nodev shm "$DIR/storage"`
+	s := startWithStorage(t, cfg, setup, `stat -f -c '%b %S' "$DIR/storage"`)
+	code, out := s.wait()
+	f := strings.Fields(out)
+	if code != 0 || len(f) != 2 {
+		t.Fatalf("exit %d, output %q (stderr: %s)", code, out, s.stderr.String())
+	}
+	blocks, _ := strconv.ParseInt(f[0], 10, 64)
+	bsize, _ := strconv.ParseInt(f[1], 10, 64)
+	if blocks*bsize < 64<<20 {
+		t.Errorf("shm is %d bytes after the init, want >= 64M", blocks*bsize)
+	}
+	if strings.Contains(s.stderr.String(), "warning") || !strings.Contains(s.stderr.String(), "(enlarged)") {
+		t.Errorf("stderr %q, want the summary saying enlarged and no warning", s.stderr.String())
+	}
+}
+
+func TestSmallShmAdviceWithoutCapability(t *testing.T) {
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("needs setpriv (util-linux) to drop CAP_SYS_ADMIN")
+	}
+	cfg := map[string]any{"shm_path": "STORAGE", "min_shm_bytes": 1 << 30}
+	// 64M, the container runtimes' default; then run the init without
+	// CAP_SYS_ADMIN, like an unprivileged container.
+	setup := `mkdir -p "$DIR/storage"; mount -t tmpfs -o size=64m shm "$DIR/storage"
+exec setpriv --bounding-set -sys_admin --inh-caps -sys_admin "$INIT" -- "$@"`
+	s := startWithStorage(t, cfg, setup, `echo ran; stat -f -c '%b %S' "$DIR/storage"`)
+	code, out := s.wait()
+	if code != 0 || !strings.HasPrefix(out, "ran") {
+		t.Fatalf("exit %d, output %q: the command must still run (stderr: %s)", code, out, s.stderr.String())
+	}
+	f := strings.Fields(strings.TrimPrefix(out, "ran"))
+	blocks, _ := strconv.ParseInt(f[0], 10, 64)
+	bsize, _ := strconv.ParseInt(f[1], 10, 64)
+	if blocks*bsize != 64<<20 {
+		t.Errorf("shm is %d bytes, want the 64M it had (no capability to resize)", blocks*bsize)
+	}
+	stderr := s.stderr.String()
+	for _, want := range []string{"64M (the container runtime's default)", "--shm-size=1g", "--ipc=host", "medium: Memory", "sizeLimit: 1Gi"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("advice %q does not contain %q", stderr, want)
+		}
+	}
+	if n := strings.Count(stderr, "warning:"); n != 1 {
+		t.Errorf("%d warnings, want 1: %q", n, stderr)
+	}
+}
+
+func TestReadOnlyProcSys(t *testing.T) {
+	have, err := os.ReadFile("/proc/sys/vm/swappiness")
+	if err != nil {
+		t.Skip("no /proc/sys/vm/swappiness")
+	}
+	want := 1
+	if strings.TrimSpace(string(have)) == "1" {
+		want = 2
+	}
+	cfg := map[string]any{"swappiness": want}
+	// /proc/sys read-only in the sandbox, checked before the init runs: the
+	// setting is host-wide and this test must never change it.
+	setup := `mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys
+grep -q ' /proc/sys ro' /proc/self/mountinfo || { echo "could not make /proc/sys read-only" >&2; exit 99; }`
+	s := start(t, cfg, setup, "sh", "-c", "echo ran")
+	code, out := s.wait()
+	if code == 99 {
+		t.Fatalf("setup failed: %s", s.stderr.String())
+	}
+	after, _ := os.ReadFile("/proc/sys/vm/swappiness")
+	if string(after) != string(have) {
+		t.Fatalf("host vm.swappiness changed from %q to %q", have, after)
+	}
+	if code != 0 || strings.TrimSpace(out) != "ran" {
+		t.Errorf("exit %d, output %q: the command must still run", code, out)
+	}
+	stderr := s.stderr.String()
+	if n := strings.Count(stderr, "warning:"); n != 1 || !strings.Contains(stderr, "read-only") || !strings.Contains(stderr, "host-wide") {
+		t.Errorf("stderr %q, want one warning saying read-only and host-wide", stderr)
+	}
+}
+
+func TestDriverBelowFloorFails(t *testing.T) {
+	cfg := map[string]any{"driver_floor": "525.60.13", "driver_policy": "fail", "image": map[string]any{"cuda": "12.4"}}
+	setup := `mount -t tmpfs fake /proc/driver; mkdir -p /proc/driver/nvidia/gpus/0000:19:00.0
+echo "NVRM version: NVIDIA UNIX x86_64 Kernel Module  470.239.06  Wed Nov 30 06:39:21 UTC 2022" > /proc/driver/nvidia/version
+printf 'Model: \t\t Tesla T4\nBus Location: \t 0000:19:00.0\nDevice Minor: \t 0\n' > /proc/driver/nvidia/gpus/0000:19:00.0/information`
+	s := start(t, cfg, setup, "sh", "-c", "echo ran")
+	code, out := s.wait()
+	if code != 8 || strings.Contains(out, "ran") {
+		t.Errorf("exit %d, output %q; want 8 and the command not run", code, out)
+	}
+	stderr := s.stderr.String()
+	for _, want := range []string{"470.239.06", "525.60.13", "upgrade"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr %q does not name %q", stderr, want)
+		}
+	}
+}
+
+func TestQuietHappyPath(t *testing.T) {
+	s := start(t, map[string]any{"quiet": true, "min_shm_bytes": 1 << 20}, "", "true")
+	if code, _ := s.wait(); code != 0 || s.stderr.Len() != 0 {
+		t.Errorf("exit %d, stderr %q; want 0 and nothing", code, s.stderr.String())
+	}
+}

@@ -1,0 +1,245 @@
+package build
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/client/llb"
+
+	"imagectl/internal/lock"
+	"imagectl/internal/runtime"
+	"imagectl/internal/testenv"
+	"imagectl/internal/wheelhouse"
+)
+
+// e2e is what the end-to-end tests share: a buildkitd client, a wheel
+// index of our own on loopback (buildkitd runs with host networking) and
+// the deb closure of jq resolved inside the base.
+type e2e struct {
+	env   testenv.Env
+	c     *client.Client
+	index string // wheel index dir
+	files string // http://127.0.0.1:PORT/files/
+	base  lock.Base
+	debs  []lock.Deb
+	init  string
+}
+
+var (
+	e2eOnce sync.Once
+	e2eVal  *e2e
+	e2eErr  error
+)
+
+func getE2E(t *testing.T) *e2e {
+	t.Helper()
+	env := testenv.Get(t)
+	e2eOnce.Do(func() { e2eVal, e2eErr = setupE2E(env) })
+	if e2eErr != nil {
+		t.Fatalf("end-to-end setup: %v", e2eErr)
+	}
+	return e2eVal
+}
+
+func setupE2E(env testenv.Env) (*e2e, error) {
+	ctx := context.Background()
+	c, err := Dial(ctx, env.BuildkitHost, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	e := &e2e{env: env, c: c, init: filepath.Join(env.Bin, "imagectl-init")}
+	if _, err := os.Stat(e.init); err != nil {
+		return nil, fmt.Errorf("the init binary: %w (run make build)", err)
+	}
+	e.index, err = os.MkdirTemp("", "imagectl-build-e2e-index-")
+	if err != nil {
+		return nil, err
+	}
+	srv, err := wheelhouse.Serve(ctx, e.index, "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	e.files = "http://" + srv.Addr() + "/files/"
+	if e.base, err = resolveBase(ctx, env.Base); err != nil {
+		return nil, err
+	}
+	if e.debs, err = resolveDebs(ctx, c, baseRef(e.base), "jq"); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// resolveBase pins the base the way the lock stage does: by its manifest.
+func resolveBase(ctx context.Context, ref string) (lock.Base, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return lock.Base{}, err
+	}
+	desc, err := remote.Get(r, remote.WithContext(ctx))
+	if err != nil {
+		return lock.Base{}, fmt.Errorf("resolving the base %s: %w", ref, err)
+	}
+	b := lock.Base{Ref: ref, IndexDigest: desc.Digest.String(), ManifestDigest: desc.Digest.String(), Platform: "linux/amd64"}
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return lock.Base{}, err
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return lock.Base{}, err
+		}
+		for _, m := range im.Manifests {
+			if m.Platform != nil && m.Platform.OS == "linux" && m.Platform.Architecture == "amd64" {
+				b.ManifestDigest = m.Digest.String()
+			}
+		}
+	}
+	return b, nil
+}
+
+// resolveDebs asks apt inside the base for the closure of pkgs: URL, size
+// and SHA256 of every .deb it would download (apt's --print-uris).
+func resolveDebs(ctx context.Context, c *client.Client, base string, pkgs ...string) ([]lock.Deb, error) {
+	st := llb.Image(base, llb.Platform(platform)).Run(
+		llb.Args([]string{"/bin/sh", "-c", "apt-get update -qq >/dev/null && apt-get install --print-uris -qq --no-install-recommends " +
+			strings.Join(pkgs, " ") + " > /out/uris"}),
+		llb.AddEnv("PATH", systemPath),
+		llb.IgnoreCache,
+	).AddMount("/out", llb.Scratch())
+	def, err := st.Marshal(ctx, llb.Platform(platform))
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "imagectl-build-e2e-debs-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if _, err := c.Solve(ctx, def, client.SolveOpt{Exports: []client.ExportEntry{{Type: client.ExporterLocal, OutputDir: dir}}}, nil); err != nil {
+		return nil, fmt.Errorf("resolving debs in the base: %w", err)
+	}
+	f, err := os.Open(filepath.Join(dir, "uris"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var debs []lock.Deb
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 4 || !strings.HasPrefix(fields[3], "SHA256:") {
+			return nil, fmt.Errorf("unexpected apt --print-uris line %q", sc.Text())
+		}
+		size, err := strconv.ParseInt(fields[2], 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		fn, err := url.PathUnescape(strings.TrimSuffix(fields[1], ".deb"))
+		if err != nil {
+			return nil, err
+		}
+		parts := strings.Split(fn, "_")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("unexpected deb file name %q", fields[1])
+		}
+		debs = append(debs, lock.Deb{Name: parts[0], Version: parts[1], Arch: parts[2],
+			URL: strings.Trim(fields[0], "'"), SHA256: strings.ToLower(strings.TrimPrefix(fields[3], "SHA256:")), Size: size})
+	}
+	if len(debs) == 0 {
+		return nil, fmt.Errorf("apt resolved no packages for %v", pkgs)
+	}
+	return debs, sc.Err()
+}
+
+// wheel publishes s to the test index and returns its lock entry.
+func (e *e2e) wheel(t testing.TB, s wheelhouse.Spec) lock.Wheel {
+	t.Helper()
+	f, err := wheelhouse.Publish(e.index, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lock.Wheel{Name: wheelhouse.Normalize(f.Project), Version: f.Version, Filename: f.Filename,
+		URL: e.files + f.Filename, SHA256: f.SHA256, Size: f.Size}
+}
+
+// smallCore is the demo's frozen big wheel in the tests; the benchmark uses
+// a few hundred MB under another version.
+var smallCore = wheelhouse.Spec{Name: "demo-core", Version: "1.0.0", PayloadBytes: 1 << 20}
+
+// lock returns a demo-like lock: jq from the base's apt, core (frozen),
+// demo-dep and demo-util at utilVersion; pushed to a staging repository of
+// its own.
+func (e *e2e) lock(t testing.TB, repo, utilVersion string, core wheelhouse.Spec) *lock.Lock {
+	t.Helper()
+	l := &lock.Lock{
+		SchemaVersion:   lock.SchemaVersion,
+		Name:            "demo",
+		Spec:            lock.Source{Path: "specs/demo.hcl"},
+		SourceDateEpoch: 1700000000,
+		Core:            lock.Core{Python: "3.11"},
+		Frozen:          []string{"demo-core"},
+		Base:            e.base,
+		Apt:             e.debs,
+		Pip: []lock.Wheel{
+			e.wheel(t, core),
+			e.wheel(t, wheelhouse.Spec{Name: "demo-dep", Version: "1.0.0"}),
+			e.wheel(t, wheelhouse.Spec{Name: "demo-util", Version: utilVersion, Requires: []string{"demo-dep>=1"}}),
+		},
+		Labels:  map[string]string{"org.opencontainers.image.title": "imagectl demo"},
+		Runtime: runtime.Config{Storage: runtime.Storage{Path: "/storage", ReadyFile: "/storage/.ready"}},
+	}
+	l.Repos.Staging = e.env.Registry + "/imagectl/staging/" + repo
+	l.Repos.Release = e.env.Registry + "/imagectl/" + repo
+	if _, err := lock.Marshal(l); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// runIn runs script in image (network off) and returns the files it wrote
+// under /out.
+func (e *e2e) runIn(t testing.TB, image, script string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	st := llb.Image(image, llb.Platform(platform)).Run(
+		llb.Args([]string{"/bin/sh", "-c", script}),
+		llb.AddEnv("PATH", systemPath),
+		llb.Network(llb.NetModeNone),
+	).AddMount("/out", llb.Scratch())
+	def, err := st.Marshal(ctx, llb.Platform(platform))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := e.c.Solve(ctx, def, client.SolveOpt{Exports: []client.ExportEntry{{Type: client.ExporterLocal, OutputDir: dir}}}, nil); err != nil {
+		t.Fatalf("running %q in %s: %v", script, image, err)
+	}
+	out := map[string]string{}
+	ents, _ := os.ReadDir(dir)
+	for _, en := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, en.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[en.Name()] = string(b)
+	}
+	return out
+}
+
+// uniq makes repository names unique per run.
+func uniq(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+}

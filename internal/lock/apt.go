@@ -35,8 +35,12 @@ func aptScript(pkgs []string) (string, error) {
 			return "", fmt.Errorf("apt package %q is not a Debian package name (name or name=version)", p)
 		}
 	}
+	// An empty archive cache: apt prints the URI of every archive it would
+	// fetch, and one already cached in the base would be left out.
 	return `set -u
-{ apt-get update -qq && apt-get install -y --no-install-recommends --print-uris -qq ` + strings.Join(pkgs, " ") + ` ; } >/out/apt.txt 2>/out/apt.log
+mkdir -p /tmp/imagectl-apt/partial
+{ apt-get update -qq && apt-get install -y --no-install-recommends --print-uris -qq \
+    -o Dir::Cache::Archives=/tmp/imagectl-apt ` + strings.Join(pkgs, " ") + ` ; } >/out/apt.txt 2>/out/apt.log
 echo $? >/out/apt.rc
 `, nil
 }

@@ -2,16 +2,188 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"sort"
 
 	"github.com/spf13/cobra"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/lock"
+	"imagectl/internal/spec"
 )
 
-// STUB: replaced by the stage that owns "lock".
 func newLockCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "lock",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("lock is not built yet") },
+	var (
+		sf       specFlags
+		out      outputFlag
+		images   []string
+		dir      string
+		addr     string
+		netrc    string
+		check    bool
+		upgrade  bool
+		packages []string
+	)
+	cmd := &cobra.Command{
+		Use:   "lock [specs...]",
+		Short: "Resolve specs to hash-pinned locks (images/<name>/lock.json), check or upgrade them",
+		Long: `Lock resolves each concrete image to images/<name>/lock.json: the base tag to
+its index and linux/amd64 manifest digests, the apt closure by apt inside the
+base, the Python closure by pip inside the base (pip install --dry-run
+--report), every .deb and wheel with URL, sha256 and size. Resolution runs as
+BuildKit solves on --addr. Re-locking unchanged inputs is byte-identical.
+
+--check is offline (no network, no daemon): exit 3 when the spec or the
+catalog changed since the lock was written, 6 when the lock was edited by
+hand, 1 when the image now breaks a catalog rule.
+
+--upgrade re-resolves the periphery for the monthly refresh and prints what
+moved; the frozen core (torch, CUDA, the Python minor, the spec's frozen
+list) keeps its locked versions, and a package that would need it to move
+fails with pip's explanation. --package limits the upgrade to the named
+packages.
+
+Index credentials come from --netrc and reach pip only as a BuildKit secret.`,
+		Example: `  imagectl lock                              # every image in specs/
+  imagectl lock specs/demo.hcl --image demo
+  imagectl lock --check                      # exit 3 stale, 6 tampered
+  imagectl lock --upgrade --image demo
+  imagectl lock --upgrade --package demo-util -o json
+  imagectl lock diff old/lock.json images/demo/lock.json`,
+		Args: usageArgs(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
+			if check && upgrade || len(packages) > 0 && !upgrade {
+				return exitcode.Wrap(exitcode.Usage, errors.New("--check and --upgrade exclude each other; --package needs --upgrade"))
+			}
+			imgs, err := loadImages(cmd, sf, args, images)
+			if err != nil {
+				return err
+			}
+			if check {
+				res, err := lock.CheckAll(cmd.Context(), dir, imgs)
+				if asJSON {
+					if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
+						return werr
+					}
+				} else {
+					for _, r := range res {
+						if r.Error == "" {
+							fmt.Fprintf(cmd.ErrOrStderr(), "%s: current\n", r.Path)
+						}
+					}
+				}
+				return err
+			}
+			opts, err := lockOptions(addr, netrc, packages)
+			if err != nil {
+				return err
+			}
+			if !upgrade {
+				return lock.LockAll(cmd.Context(), dir, imgs, opts...)
+			}
+			changes, err := lock.UpgradeAll(cmd.Context(), dir, imgs, opts...)
+			if werr := printChanges(cmd, changes, asJSON); werr != nil && err == nil {
+				err = werr
+			}
+			return err
+		},
 	}
+	sf.add(cmd)
+	addOutputFlag(cmd, &out)
+	f := cmd.Flags()
+	f.StringArrayVar(&images, "image", nil, "lock only this image (repeatable); the default is every image in the specs")
+	f.StringVar(&dir, "dir", "images", "directory holding <image>/lock.json")
+	f.StringVar(&addr, "addr", os.Getenv("BUILDKIT_HOST"), "buildkitd address (default $BUILDKIT_HOST)")
+	f.StringVar(&netrc, "netrc", "", "netrc file with pip index credentials (passed as a BuildKit secret)")
+	f.BoolVar(&check, "check", false, "check the locks offline: exit 3 stale, 6 tampered")
+	f.BoolVar(&upgrade, "upgrade", false, "re-resolve the periphery, keep the frozen core, print what moved")
+	f.StringArrayVar(&packages, "package", nil, "with --upgrade: move only this package (repeatable)")
+	cmd.AddCommand(newLockDiffCmd())
+	return cmd
+}
+
+func loadImages(cmd *cobra.Command, sf specFlags, args, names []string) ([]spec.Image, error) {
+	sopts, err := sf.options()
+	if err != nil {
+		return nil, err
+	}
+	imgs, err := spec.Load(cmd.Context(), specPaths(args), sopts...)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := lock.Select(imgs, names)
+	if err != nil {
+		return nil, exitcode.Wrap(exitcode.Usage, err)
+	}
+	return sel, nil
+}
+
+func lockOptions(addr, netrc string, packages []string) ([]lock.Option, error) {
+	opts := []lock.Option{lock.WithBuildkit(addr), lock.WithPackages(packages...)}
+	if netrc != "" {
+		b, err := os.ReadFile(netrc)
+		if err != nil {
+			return nil, fmt.Errorf("reading --netrc: %w", err)
+		}
+		opts = append(opts, lock.WithNetrc(b))
+	}
+	return opts, nil
+}
+
+func printChanges(cmd *cobra.Command, changes map[string]lock.Changes, asJSON bool) error {
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), changes)
+	}
+	names := make([]string, 0, len(changes))
+	for n := range changes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(cmd.OutOrStdout(), "%s:\n", n)
+		if err := changes[n].WriteText(cmd.OutOrStdout()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newLockDiffCmd() *cobra.Command {
+	var out outputFlag
+	cmd := &cobra.Command{
+		Use:   "diff OLD NEW",
+		Short: "Show the packages added, removed and changed between two lock files",
+		Long: `Diff compares two lock files by package (base, apt, pip): added, removed and
+changed with versions, the monthly release notes. Both files are parsed
+strictly: a tampered lock exits 6.`,
+		Example: `  imagectl lock diff old.lock.json images/demo/lock.json
+  git show HEAD~1:images/demo/lock.json > /tmp/old.json && imagectl lock diff /tmp/old.json images/demo/lock.json -o json`,
+		Args: usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
+			old, err := lock.Read(args[0])
+			if err != nil {
+				return err
+			}
+			new, err := lock.Read(args[1])
+			if err != nil {
+				return err
+			}
+			c := lock.Diff(old, new)
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), c)
+			}
+			return c.WriteText(cmd.OutOrStdout())
+		},
+	}
+	addOutputFlag(cmd, &out)
+	return cmd
 }

@@ -1,0 +1,115 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"imagectl/internal/logs"
+	"imagectl/internal/spec"
+)
+
+// Path is where the lock of image name lives under dir: dir/<name>/lock.json.
+func Path(dir, name string) string {
+	return filepath.Join(dir, name, FileName)
+}
+
+// Select returns the images named in names, in the order given; no names
+// selects every image. An unknown name is an error listing the known ones.
+func Select(imgs []spec.Image, names []string) ([]spec.Image, error) {
+	if len(names) == 0 {
+		return imgs, nil
+	}
+	var out []spec.Image
+	for _, n := range names {
+		found := false
+		for _, img := range imgs {
+			if img.Name == n {
+				out = append(out, img)
+				found = true
+				break
+			}
+		}
+		if !found {
+			known := make([]string, 0, len(imgs))
+			for _, img := range imgs {
+				known = append(known, img.Name)
+			}
+			return nil, fmt.Errorf("no image named %q in the specs (images: %v)", n, known)
+		}
+	}
+	return out, nil
+}
+
+// LockAll resolves each image and writes its lock under dir, atomically.
+func LockAll(ctx context.Context, dir string, imgs []spec.Image, opts ...Option) error {
+	for _, img := range imgs {
+		l, err := Resolve(ctx, img, opts...)
+		if err != nil {
+			return err
+		}
+		p := Path(dir, img.Name)
+		if err := Write(p, l); err != nil {
+			return err
+		}
+		logs.From(ctx).Info("locked", "image", img.Name, "path", p, "debs", len(l.Apt), "wheels", len(l.Pip))
+	}
+	return nil
+}
+
+// CheckResult is the outcome of checking one image's lock.
+type CheckResult struct {
+	Image string `json:"image"`
+	Path  string `json:"path"`
+	// Error is empty when the lock is current.
+	Error string `json:"error,omitempty"`
+	err   error
+}
+
+// CheckAll checks every image's lock under dir, offline. It returns one
+// result per image and an error joining the failures (the first failure's
+// exit code wins).
+func CheckAll(ctx context.Context, dir string, imgs []spec.Image, opts ...Option) ([]CheckResult, error) {
+	var res []CheckResult
+	var errs []error
+	for _, img := range imgs {
+		r := CheckResult{Image: img.Name, Path: Path(dir, img.Name)}
+		l, err := Read(r.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = &StaleError{Image: img.Name, Reason: "there is no lock at " + r.Path}
+		}
+		if err == nil {
+			err = Check(ctx, img, l, opts...)
+		}
+		if err != nil {
+			r.Error, r.err = err.Error(), err
+			errs = append(errs, err)
+		}
+		res = append(res, r)
+	}
+	return res, errors.Join(errs...)
+}
+
+// UpgradeAll upgrades each image's lock under dir and returns what moved,
+// by image name. A lock is rewritten only when its upgrade succeeded.
+func UpgradeAll(ctx context.Context, dir string, imgs []spec.Image, opts ...Option) (map[string]Changes, error) {
+	out := map[string]Changes{}
+	for _, img := range imgs {
+		p := Path(dir, img.Name)
+		old, err := Read(p)
+		if err != nil {
+			return out, fmt.Errorf("image %s: %w (lock it first: imagectl lock --image %s)", img.Name, err, img.Name)
+		}
+		l, err := Upgrade(ctx, img, old, opts...)
+		if err != nil {
+			return out, err
+		}
+		if err := Write(p, l); err != nil {
+			return out, err
+		}
+		out[img.Name] = Diff(old, l)
+	}
+	return out, nil
+}

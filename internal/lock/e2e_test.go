@@ -1,0 +1,284 @@
+package lock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/spec"
+	"imagectl/internal/testenv"
+	"imagectl/internal/wheelhouse"
+)
+
+// loadDemo loads specs/demo.hcl pointed at the environment's registry and
+// wheel index.
+func loadDemo(t testing.TB, env testenv.Env) spec.Image {
+	t.Helper()
+	imgs, err := spec.Load(context.Background(), []string{filepath.Join(env.Root, "specs", "demo.hcl")},
+		spec.WithVars(map[string]string{"registry": env.Registry, "wheel_index": env.WheelIndex}))
+	if err != nil {
+		t.Fatalf("loading the demo spec: %v", err)
+	}
+	if len(imgs) != 1 || imgs[0].Name != "demo" {
+		t.Fatalf("specs/demo.hcl gave %d images, want the one named demo", len(imgs))
+	}
+	return imgs[0]
+}
+
+func e2eContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestE2ELockDemo locks the demo spec on the real buildkitd, registry,
+// wheel index and Debian mirror: twice byte-identical, stale after a spec
+// edit, tampered after a lock edit.
+func TestE2ELockDemo(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := e2eContext(t)
+	img := loadDemo(t, env)
+	dir := t.TempDir()
+	opts := []Option{WithBuildkit(env.BuildkitHost), WithRoot(env.Root)}
+
+	if err := LockAll(ctx, dir, []spec.Image{img}, opts...); err != nil {
+		t.Fatalf("locking demo: %v", err)
+	}
+	path := Path(dir, img.Name)
+	first, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Parse(path, first)
+	if err != nil {
+		t.Fatalf("Parse(written lock) = %v", err)
+	}
+	if !hasDeb(l, "jq") {
+		t.Errorf("lock apt = %v, want jq among them", l.Apt)
+	}
+	for _, d := range l.Apt {
+		if d.Size <= 0 || len(d.SHA256) != 64 || !strings.HasSuffix(d.URL, ".deb") {
+			t.Errorf("deb %+v lacks size, sha256 or URL", d)
+		}
+	}
+	for _, n := range []string{"demo-core", "demo-util"} {
+		w, ok := wheel(l, n)
+		if !ok || w.Size <= 0 || len(w.SHA256) != 64 {
+			t.Errorf("lock pip %s = %+v (found %v), want it with size and sha256", n, w, ok)
+		}
+	}
+	if l.Base.ManifestDigest == "" || l.Base.IndexDigest == "" {
+		t.Errorf("lock base = %+v, want digests", l.Base)
+	}
+	t.Logf("demo: %d debs, %d wheels, base %s", len(l.Apt), len(l.Pip), l.Base.ManifestDigest)
+
+	if err := LockAll(ctx, dir, []spec.Image{img}, opts...); err != nil {
+		t.Fatalf("locking demo again: %v", err)
+	}
+	second, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, second) {
+		t.Errorf("re-locking demo is not byte-identical (-first +second):\n%s", cmp.Diff(string(first), string(second)))
+	}
+
+	if _, err := CheckAll(ctx, dir, []spec.Image{img}); err != nil {
+		t.Errorf("CheckAll(fresh lock) = %v, want nil", err)
+	}
+	edited := img
+	edited.Apt = append(append([]string{}, img.Apt...), "curl")
+	_, err = CheckAll(ctx, dir, []spec.Image{edited})
+	if got := exitcode.Code(err); got != exitcode.LockStale {
+		t.Errorf("CheckAll(edited spec) = %v (code %d), want code %d", err, got, exitcode.LockStale)
+	}
+	if err := os.WriteFile(path, bytes.Replace(first, []byte(`"name": "jq"`), []byte(`"name": "jq2"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = CheckAll(ctx, dir, []spec.Image{img})
+	if got := exitcode.Code(err); got != exitcode.LockTampered {
+		t.Errorf("CheckAll(edited lock) = %v (code %d), want code %d", err, got, exitcode.LockTampered)
+	}
+}
+
+// localIndex is a wheel index of the test's own, served on loopback.
+type localIndex struct {
+	dir string
+	url string
+}
+
+func newLocalIndex(t *testing.T, specs ...wheelhouse.Spec) *localIndex {
+	t.Helper()
+	ix := &localIndex{dir: t.TempDir()}
+	for _, s := range specs {
+		ix.publish(t, s)
+	}
+	srv, err := wheelhouse.Serve(context.Background(), ix.dir, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ix.url = srv.URL()
+	return ix
+}
+
+func (ix *localIndex) publish(t *testing.T, s wheelhouse.Spec) {
+	t.Helper()
+	if _, err := wheelhouse.Publish(ix.dir, s); err != nil {
+		t.Fatalf("publishing %s %s: %v", s.Name, s.Version, err)
+	}
+}
+
+// TestE2EUpgrade: a newer periphery wheel moves with --upgrade and the diff
+// shows it; a newer frozen wheel does not move; a periphery wheel that needs
+// a newer frozen one fails with pip's explanation; conflicting pins fail
+// with pip's explanation.
+func TestE2EUpgrade(t *testing.T) {
+	env := testenv.Get(t)
+	ctx := e2eContext(t)
+	ix := newLocalIndex(t,
+		wheelhouse.Spec{Name: "demo-core", Version: "1.0.0"},
+		wheelhouse.Spec{Name: "demo-util", Version: "1.0.0", Requires: []string{"demo-core>=1.0"}},
+	)
+	img := loadDemo(t, env)
+	// Unpinned, so only the frozen list holds demo-core still.
+	img.Pip = []string{"demo-core", "demo-util"}
+	img.PipIndexes = []string{ix.url}
+	opts := []Option{WithBuildkit(env.BuildkitHost)}
+
+	old, err := Resolve(ctx, img, opts...)
+	if err != nil {
+		t.Fatalf("Resolve(demo on the local index) = %v", err)
+	}
+	if v := version(old, "demo-util"); v != "1.0.0" {
+		t.Fatalf("locked demo-util %s, want 1.0.0", v)
+	}
+
+	ix.publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.1.0", Requires: []string{"demo-core>=1.0"}})
+	ix.publish(t, wheelhouse.Spec{Name: "demo-core", Version: "1.1.0"})
+	up, err := Upgrade(ctx, img, old, opts...)
+	if err != nil {
+		t.Fatalf("Upgrade() = %v", err)
+	}
+	want := Changes{Added: []Package{}, Removed: []Package{}, Changed: []Change{{Kind: "pip", Name: "demo-util", From: "1.0.0", To: "1.1.0"}}}
+	if d := cmp.Diff(want, Diff(old, up)); d != "" {
+		t.Errorf("Diff(old, upgraded) mismatch (-want +got):\n%s", d)
+	}
+	var text bytes.Buffer
+	Diff(old, up).WriteText(&text)
+	if !strings.Contains(text.String(), "demo-util 1.0.0 -> 1.1.0") {
+		t.Errorf("diff text = %q, want demo-util 1.0.0 -> 1.1.0", text.String())
+	}
+	// Without the frozen list, the same resolution moves demo-core: the
+	// upgrade held it, not the index.
+	free, err := Resolve(ctx, img, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := version(free, "demo-core"); v != "1.1.0" {
+		t.Errorf("a fresh lock has demo-core %s, want 1.1.0 (the test index must offer a newer frozen package)", v)
+	}
+
+	t.Run("periphery needing a newer frozen package", func(t *testing.T) {
+		ix.publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.2.0", Requires: []string{"demo-core>=1.1"}})
+		pinned := img
+		pinned.Pip = []string{"demo-core", "demo-util==1.2.0"}
+		_, err := Upgrade(ctx, pinned, old, opts...)
+		var pe *PipError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "demo-core==1.0.0") || !strings.Contains(err.Error(), "demo-util") {
+			t.Fatalf("Upgrade(demo-util==1.2.0 needing demo-core>=1.1) = %v, want pip's explanation naming demo-util and the held demo-core==1.0.0", err)
+		}
+		t.Logf("pip said: %v", err)
+	})
+
+	t.Run("conflicting pins", func(t *testing.T) {
+		bad := img
+		bad.Pip = []string{"demo-core==1.0.0", "demo-util==1.2.0"}
+		_, err := Resolve(ctx, bad, opts...)
+		var pe *PipError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Output, "conflict") {
+			t.Fatalf("Resolve(conflicting pins) = %v, want pip's explanation of the conflict", err)
+		}
+		t.Logf("pip said: %v", err)
+	})
+}
+
+func hasDeb(l *Lock, name string) bool {
+	for _, d := range l.Apt {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func wheel(l *Lock, name string) (Wheel, bool) {
+	for _, w := range l.Pip {
+		if w.Name == name {
+			return w, true
+		}
+	}
+	return Wheel{}, false
+}
+
+func version(l *Lock, name string) string {
+	w, _ := wheel(l, name)
+	return w.Version
+}
+
+// BenchmarkLockDemo measures a full lock of the demo spec against the bare
+// apt and pip resolutions it drives (the same two BuildKit solves, without
+// base resolution, parsing, size requests or the lock file), in one run,
+// and reports their ratio. Target: <= 1.2.
+func BenchmarkLockDemo(b *testing.B) {
+	env := testenv.Get(b)
+	ctx := context.Background()
+	img := loadDemo(b, env)
+	dir := b.TempDir()
+	r := &buildkitRunner{addr: env.BuildkitHost, hostNetwork: true}
+	l, err := Resolve(ctx, img, WithRunner(r))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pinned, err := l.Base.pinned()
+	if err != nil {
+		b.Fatal(err)
+	}
+	aptScript, err := aptScript(img.Apt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	files, pipScript, err := pipRequest{Requirements: img.Pip, Indexes: l.PipIndexes}.files()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var full, bare time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		if err := LockAll(ctx, dir, []spec.Image{img}, WithRunner(r)); err != nil {
+			b.Fatal(err)
+		}
+		full += time.Since(start)
+		start = time.Now()
+		if _, err := r.Run(ctx, Job{Name: "apt resolve", Image: pinned, Script: aptScript}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.Run(ctx, Job{Name: "pip resolve", Image: pinned, Debs: l.Apt, Files: files, Script: pipScript}); err != nil {
+			b.Fatal(err)
+		}
+		bare += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(full.Seconds()/n, "lock-s/op")
+	b.ReportMetric(bare.Seconds()/n, "bare-s/op")
+	b.ReportMetric(full.Seconds()/bare.Seconds(), "lock/bare")
+}

@@ -13,7 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files and the reference in docs/spec.md")
+// Update is the -update flag of both test packages: rewrite golden files and
+// the reference in docs/spec.md.
+var Update = flag.Bool("update", false, "rewrite golden files and the reference in docs/spec.md")
 
 // allAttrs returns every attribute of the image schema by dotted path.
 func allAttrs() map[string]attr {
@@ -222,7 +224,7 @@ func TestReferenceInDocs(t *testing.T) {
 		t.Fatalf("%s lacks the reference markers %q ... %q", file, begin, end)
 	}
 	got, want := doc[i+len(begin):j], Reference()
-	if *update {
+	if *Update {
 		doc = doc[:i+len(begin)] + want + doc[j:]
 		if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)

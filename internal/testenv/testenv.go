@@ -26,6 +26,9 @@ type Env struct {
 	Bin string
 	// Root is the absolute path of the repository root.
 	Root string
+	// WheelsDir is the directory the wheel index serves (IMAGECTL_WHEELS_DIR).
+	// Tests must not change it: NewWheelIndex gives a private one.
+	WheelsDir string
 }
 
 // Get returns the end-to-end environment. Without IMAGECTL_E2E=1 a missing
@@ -41,6 +44,7 @@ func Get(t testing.TB) Env {
 		DebianMirror: os.Getenv("IMAGECTL_DEBIAN_MIRROR"),
 		Bin:          filepath.Join(root, "bin"),
 		Root:         root,
+		WheelsDir:    os.Getenv("IMAGECTL_WHEELS_DIR"),
 	}
 	missing := ""
 	switch {

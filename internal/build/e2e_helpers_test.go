@@ -43,7 +43,7 @@ var (
 	e2eErr  error
 )
 
-func getE2E(t *testing.T) *e2e {
+func getE2E(t testing.TB) *e2e {
 	t.Helper()
 	env := testenv.Get(t)
 	e2eOnce.Do(func() { e2eVal, e2eErr = setupE2E(env) })

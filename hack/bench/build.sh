@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Build benchmarks (make bench), against the services `make up` started:
+#  - no-op rebuild of the demo image: imagectl (CLI and library) vs buildctl
+#    solving and pushing the same cached definition (target <= 1.1x);
+#  - periphery-only update on an image with a big frozen wheel
+#    (IMAGECTL_BENCH_CORE_MB, default 300): bytes in changed layers / image
+#    bytes (target < 5%).
+# Ratios are measured in one run and printed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ -f .cache/env ] || { echo "bench/build: .cache/env is missing: run make up first" >&2; exit 1; }
+# shellcheck disable=SC1091
+. .cache/env
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+exec go test -run '^$' -bench '^BenchmarkBuild' -benchtime 1x -timeout 30m ./internal/build/

@@ -1,0 +1,144 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/moby/buildkit/client/llb"
+
+	"imagectl/internal/lock"
+	"imagectl/internal/wheelhouse"
+)
+
+// benchRounds is how many timed no-op rebuilds each side gets (interleaved);
+// the medians are compared.
+const benchRounds = 5
+
+// BenchmarkBuildNoopVsBuildctl times a no-op rebuild of the demo image
+// (everything cached, pushed by digest again) through imagectl against
+// buildctl solving and pushing the same definition, both as processes, and
+// through the library. It reports the ratios of the medians.
+func BenchmarkBuildNoopVsBuildctl(b *testing.B) {
+	e := getE2E(b)
+	ctx := context.Background()
+	dir := b.TempDir()
+	l := e.lock(b, uniq("bench-noop"), "1.0.0", smallCore)
+	lockPath := filepath.Join(dir, "lock.json")
+	if err := lock.Write(lockPath, l); err != nil {
+		b.Fatal(err)
+	}
+	imagectl := filepath.Join(dir, "imagectl")
+	if out, err := exec.Command("go", "build", "-o", imagectl, "imagectl/cmd/imagectl").CombinedOutput(); err != nil {
+		b.Fatalf("building imagectl: %v\n%s", err, out)
+	}
+	def, err := Definition(ctx, l, WithInit(e.init))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var defBuf bytes.Buffer
+	if err := llb.WriteTo(def, &defBuf); err != nil {
+		b.Fatal(err)
+	}
+	defPath := filepath.Join(dir, "demo.llb")
+	if err := os.WriteFile(defPath, defBuf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	// Warm the cache once through each path.
+	if _, err := Solve(ctx, e.c, l, WithInit(e.init), WithPush(true)); err != nil {
+		b.Fatal(err)
+	}
+	buildctl := func() time.Duration {
+		cmd := exec.Command(filepath.Join(e.env.Bin, "buildctl"), "--addr", e.env.BuildkitHost, "build", "--progress", "quiet",
+			"--output", "type=image,name="+l.Repos.Staging+",push=true,push-by-digest=true,rewrite-timestamp=true,oci-mediatypes=true")
+		in, _ := os.Open(defPath)
+		defer in.Close()
+		cmd.Stdin = in
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("buildctl build: %v\n%s", err, out)
+		}
+		return time.Since(start)
+	}
+	cli := func() time.Duration {
+		cmd := exec.Command(imagectl, "build", "--lock", lockPath, "--push", "--progress", "quiet", "--init", e.init, "--addr", e.env.BuildkitHost)
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("imagectl build: %v\n%s", err, out)
+		}
+		return time.Since(start)
+	}
+	lib := func() time.Duration {
+		start := time.Now()
+		if _, err := Solve(ctx, e.c, l, WithInit(e.init), WithPush(true)); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	buildctl()
+	cli()
+	for b.Loop() {
+		var tb, tc, tl []time.Duration
+		for range benchRounds {
+			tb = append(tb, buildctl())
+			tc = append(tc, cli())
+			tl = append(tl, lib())
+		}
+		mb, mc, ml := median(tb), median(tc), median(tl)
+		b.ReportMetric(float64(mc)/float64(mb), "cli/buildctl")
+		b.ReportMetric(float64(ml)/float64(mb), "lib/buildctl")
+		fmt.Printf("no-op rebuild, median of %d: buildctl %v, imagectl build %v (%.2fx), build.Solve %v (%.2fx); target <= 1.10x\n",
+			benchRounds, mb.Round(time.Millisecond), mc.Round(time.Millisecond), float64(mc)/float64(mb), ml.Round(time.Millisecond), float64(ml)/float64(mb))
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkBuildPeripheryUpdate builds the demo with a big frozen wheel
+// (IMAGECTL_BENCH_CORE_MB, default 300 MB of incompressible payload), then
+// again with only demo-util moved, and reports the bytes in layers the
+// update changed over the image's bytes.
+func BenchmarkBuildPeripheryUpdate(b *testing.B) {
+	e := getE2E(b)
+	ctx := context.Background()
+	mb := int64(300)
+	if v := os.Getenv("IMAGECTL_BENCH_CORE_MB"); v != "" {
+		fmt.Sscan(v, &mb)
+	}
+	core := wheelhouse.Spec{Name: "demo-core", Version: "2.0.0", PayloadBytes: mb << 20}
+	repo := uniq("bench-periphery")
+	v1Lock := e.lock(b, repo, "1.0.0", core)
+	v2Lock := e.lock(b, repo, "1.1.0", core)
+	for b.Loop() {
+		start := time.Now()
+		v1, err := Solve(ctx, e.c, v1Lock, WithInit(e.init), WithPush(true))
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Since(start)
+		start = time.Now()
+		v2, err := Solve(ctx, e.c, v2Lock, WithInit(e.init), WithPush(true))
+		if err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Since(start)
+		changed, total := changedBytes(v1, v2)
+		ratio := float64(changed) / float64(total)
+		b.ReportMetric(100*ratio, "%changed")
+		fmt.Printf("periphery-only update (demo-util 1.0.0 -> 1.1.0, %d MB frozen demo-core): %d of %d bytes in changed layers = %.3f%% (target < 5%%); v1 build %v, v2 build %v\n",
+			mb, changed, total, 100*ratio, t1.Round(time.Millisecond), t2.Round(time.Millisecond))
+		for i := range v2.Layers {
+			fmt.Printf("  %-16s %12d  %s  %s\n", v2.Layers[i].Name, v2.Layers[i].Size, v2.Layers[i].Digest[:19], map[bool]string{true: "same", false: "changed"}[v1.Layers[i].Digest == v2.Layers[i].Digest])
+		}
+	}
+}

@@ -225,15 +225,16 @@ func TestExitCodes(t *testing.T) {
 
 func TestReapsOrphans(t *testing.T) {
 	// 100 grandchildren orphaned at once (their parents exit immediately),
-	// so they are reparented to the init and exit 1 s later. Then count
-	// zombies in the namespace.
-	child := `i=0; while [ $i -lt 100 ]; do (sleep 1 &); i=$((i+1)); done
-count() { n=0; for d in /proc/[0-9]*; do [ "$(cut -d' ' -f4 $d/stat 2>/dev/null)" = 1 ] && grep -q '^Name:.*sleep' $d/status 2>/dev/null && n=$((n+1)); done; }
-t=0; count; while [ $n -lt 100 ] && [ $t -lt 20 ]; do sleep 0.05; t=$((t+1)); count; done
-echo orphans $n
-sleep 1.5
-z=0; for d in /proc/[0-9]*; do [ "$(cut -d' ' -f3 $d/stat 2>/dev/null)" = Z ] && z=$((z+1)); done
-echo zombies $z`
+	// so they are reparented to the init; then they are killed and must all
+	// be reaped. Polls, not sleeps: the machine may be busy.
+	child := `i=0; while [ $i -lt 100 ]; do (sleep 1000 &); i=$((i+1)); done
+pids() { awk '$4==1 && $2=="(sleep)" {print $1}' /proc/[0-9]*/stat 2>/dev/null; }
+t=0; while [ $(pids | wc -l) -lt 100 ] && [ $t -lt 200 ]; do sleep 0.05; t=$((t+1)); done
+echo orphans $(pids | wc -l)
+kill $(pids)
+zombies() { awk '$3=="Z"' /proc/[0-9]*/stat 2>/dev/null | wc -l; }
+t=0; while [ $(zombies) -gt 0 ] && [ $t -lt 100 ]; do sleep 0.05; t=$((t+1)); done
+echo zombies $(zombies)`
 	s := start(t, nil, "", "sh", "-c", child)
 	if l := s.line(); l != "orphans 100" {
 		t.Fatalf("%q, want %q: the orphans were not reparented to the init", l, "orphans 100")

@@ -146,6 +146,9 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 			return nil, err
 		}
 		res.AddMeta(exptypes.ExporterImageConfigKey, img)
+		// With the base's config, the exporter leaves the base's layers
+		// as they are instead of rewriting their timestamps.
+		res.AddMeta(exptypes.ExporterImageBaseConfigKey, cfg)
 		return res, nil
 	}
 	resp, err := c.Build(ctx, sopt, "imagectl", buildFunc, o.status)

@@ -109,34 +109,6 @@ func TestE2ELockDemo(t *testing.T) {
 	}
 }
 
-// localIndex is a wheel index of the test's own, served on loopback.
-type localIndex struct {
-	dir string
-	url string
-}
-
-func newLocalIndex(t *testing.T, specs ...wheelhouse.Spec) *localIndex {
-	t.Helper()
-	ix := &localIndex{dir: t.TempDir()}
-	for _, s := range specs {
-		ix.publish(t, s)
-	}
-	srv, err := wheelhouse.Serve(context.Background(), ix.dir, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	ix.url = srv.URL()
-	return ix
-}
-
-func (ix *localIndex) publish(t *testing.T, s wheelhouse.Spec) {
-	t.Helper()
-	if _, err := wheelhouse.Publish(ix.dir, s); err != nil {
-		t.Fatalf("publishing %s %s: %v", s.Name, s.Version, err)
-	}
-}
-
 // TestE2EUpgrade: a newer periphery wheel moves with --upgrade and the diff
 // shows it; a newer frozen wheel does not move; a periphery wheel that needs
 // a newer frozen one fails with pip's explanation; conflicting pins fail
@@ -144,14 +116,14 @@ func (ix *localIndex) publish(t *testing.T, s wheelhouse.Spec) {
 func TestE2EUpgrade(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := e2eContext(t)
-	ix := newLocalIndex(t,
+	ix := testenv.NewWheelIndex(t,
 		wheelhouse.Spec{Name: "demo-core", Version: "1.0.0"},
 		wheelhouse.Spec{Name: "demo-util", Version: "1.0.0", Requires: []string{"demo-core>=1.0"}},
 	)
 	img := loadDemo(t, env)
 	// Unpinned, so only the frozen list holds demo-core still.
 	img.Pip = []string{"demo-core", "demo-util"}
-	img.PipIndexes = []string{ix.url}
+	img.PipIndexes = []string{ix.URL}
 	opts := []Option{WithBuildkit(env.BuildkitHost)}
 
 	old, err := Resolve(ctx, img, opts...)
@@ -162,8 +134,8 @@ func TestE2EUpgrade(t *testing.T) {
 		t.Fatalf("locked demo-util %s, want 1.0.0", v)
 	}
 
-	ix.publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.1.0", Requires: []string{"demo-core>=1.0"}})
-	ix.publish(t, wheelhouse.Spec{Name: "demo-core", Version: "1.1.0"})
+	ix.Publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.1.0", Requires: []string{"demo-core>=1.0"}})
+	ix.Publish(t, wheelhouse.Spec{Name: "demo-core", Version: "1.1.0"})
 	up, err := Upgrade(ctx, img, old, opts...)
 	if err != nil {
 		t.Fatalf("Upgrade() = %v", err)
@@ -188,7 +160,7 @@ func TestE2EUpgrade(t *testing.T) {
 	}
 
 	t.Run("periphery needing a newer frozen package", func(t *testing.T) {
-		ix.publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.2.0", Requires: []string{"demo-core>=1.1"}})
+		ix.Publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.2.0", Requires: []string{"demo-core>=1.1"}})
 		pinned := img
 		pinned.Pip = []string{"demo-core", "demo-util==1.2.0"}
 		_, err := Upgrade(ctx, pinned, old, opts...)
@@ -243,7 +215,7 @@ func BenchmarkLockDemo(b *testing.B) {
 	ctx := context.Background()
 	img := loadDemo(b, env)
 	dir := b.TempDir()
-	r := &buildkitRunner{addr: env.BuildkitHost, hostNetwork: true}
+	r := &buildkitRunner{addr: env.BuildkitHost}
 	l, err := Resolve(ctx, img, WithRunner(r))
 	if err != nil {
 		b.Fatal(err)

@@ -30,7 +30,6 @@ func makeOptions(opts []Option) (*options, error) {
 		buildkit:    os.Getenv("BUILDKIT_HOST"),
 		httpClient:  http.DefaultClient,
 		catalog:     defaultCatalog(),
-		hostNetwork: true,
 	}
 	if v, ok := os.LookupEnv("SOURCE_DATE_EPOCH"); ok && v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -132,9 +131,10 @@ func WithPackages(names ...string) Option {
 	}
 }
 
-// WithHostNetwork runs the resolution steps on the host's network, so they
-// reach indexes on loopback; buildkitd must allow the network.host
-// entitlement. The default is true.
+// WithHostNetwork asks for the host's network explicitly (buildkitd must
+// allow the network.host entitlement). The default is false: the worker's
+// default network, which for an OCI worker without CNI configuration is the
+// host's already, so indexes on loopback are reachable.
 func WithHostNetwork(on bool) Option {
 	return func(o *options) error {
 		o.hostNetwork = on

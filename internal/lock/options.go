@@ -27,9 +27,9 @@ type options struct {
 
 func makeOptions(opts []Option) (*options, error) {
 	o := &options{
-		buildkit:    os.Getenv("BUILDKIT_HOST"),
-		httpClient:  http.DefaultClient,
-		catalog:     defaultCatalog(),
+		buildkit:   os.Getenv("BUILDKIT_HOST"),
+		httpClient: http.DefaultClient,
+		catalog:    defaultCatalog(),
 	}
 	if v, ok := os.LookupEnv("SOURCE_DATE_EPOCH"); ok && v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -224,4 +226,24 @@ func flatten(fp Fingerprint) (map[string]string, error) {
 	}
 	walk("", v)
 	return out, nil
+}
+
+// WriteDiffText renders differences as an aligned table for people.
+func WriteDiffText(w io.Writer, nameA, nameB string, diffs []Difference) error {
+	if len(diffs) == 0 {
+		_, err := fmt.Fprintf(w, "%s and %s describe the same environment\n", nameA, nameB)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "FIELD\t%s\t%s\n", nameA, nameB)
+	show := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for _, d := range diffs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Field, show(d.A), show(d.B))
+	}
+	return tw.Flush()
 }

@@ -29,6 +29,7 @@ type Prepared struct {
 	gcRoots  []string
 	gcAge    time.Duration
 	gcBytes  int64
+	shmMin   int64
 	warnings int
 }
 
@@ -78,6 +79,7 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 		p.Swappiness = &r
 	}
 
+	p.shmMin = cfg.MinShmBytes
 	shmPath := cfg.ShmPath
 	if shmPath == "" {
 		shmPath = DefaultShmPath
@@ -192,7 +194,7 @@ func (p *Prepared) Summary() string {
 		}
 		parts = append(parts, s)
 	}
-	if p.Shm != nil && p.Shm.Bytes > 0 {
+	if p.Shm != nil && p.Shm.Bytes > 0 && p.shmMin > 0 {
 		s := "shm " + humanSize(p.Shm.Bytes)
 		if p.Shm.Resized {
 			s += " (enlarged)"

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds the local Debian bookworm base (debootstrap minbase + python3,
+# python3-venv, python3-pip, ca-certificates), packs it as a reproducible
+# one-layer OCI image (hack/mkbase) and pushes it to the local registry as
+# $IMAGECTL_REGISTRY/imagectl/debian-base:bookworm.
+#
+#   hack/base.sh            build (cached under .cache/base) and push
+#   hack/base.sh mirror     print the Debian mirror from the machine's apt sources
+#
+# The rootfs is made once and cached as .cache/base/layer.tar.gz, keyed by its
+# inputs (suite, packages, mirror); a second run only pushes (seconds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+
+suite=bookworm
+packages=python3,python3-venv,python3-pip,ca-certificates
+# Fixed: the base's timestamps never depend on when it was built.
+export SOURCE_DATE_EPOCH=${BASE_SOURCE_DATE_EPOCH:-1704067200}
+
+# apt_uri SUITE: the first deb URI the machine's apt sources give for SUITE.
+apt_uri() {
+  local want=$1 f
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -r "$f" ] || continue
+    awk -v want="$want" '
+      $1 == "deb" {
+        i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
+        if ($(i+1) == want) { print $i; exit }
+      }' "$f"
+  done
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -r "$f" ] || continue
+    awk -v want="$want" '
+      function flush() {
+        if (types ~ /(^| )deb( |$)/ && enabled != "no") {
+          n = split(suites, s, " "); for (j = 1; j <= n; j++) if (s[j] == want) { split(uris, u, " "); print u[1]; found = 1; exit }
+        }
+        types = ""; uris = ""; suites = ""; enabled = ""
+      }
+      /^[ \t]*#/ { next }
+      /^[ \t]*$/ { flush(); next }
+      { key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, ""); val = $0 }
+      key == "types" { types = val } key == "uris" { uris = val }
+      key == "suites" { suites = val } key == "enabled" { enabled = tolower(val) }
+      END { if (!found) flush() }' "$f"
+  done
+}
+
+mirror() {
+  local m
+  m=$(apt_uri "$suite" | head -n1)
+  if [ -z "$m" ]; then
+    echo "base: no 'deb' source for $suite in /etc/apt/sources.list or /etc/apt/sources.list.d/" >&2
+    return 1
+  fi
+  echo "${m%/}"
+}
+
+if [ "${1:-}" = mirror ]; then
+  mirror
+  exit 0
+fi
+
+: "${IMAGECTL_REGISTRY:?base: IMAGECTL_REGISTRY is not set (run through make up)}"
+ref="$IMAGECTL_REGISTRY/imagectl/debian-base:$suite"
+m=$(mirror)
+security=$(apt_uri "$suite-security" | head -n1)
+cache=$root/.cache/base
+mkdir -p "$cache" "$root/bin"
+
+# hack/mkbase, rebuilt when its source is newer than the binary.
+mkbase=$root/bin/mkbase
+if [ ! -x "$mkbase" ] || [ -n "$(find hack/mkbase -newer "$mkbase" -name '*.go' | head -n1)" ]; then
+  go build -o "$mkbase" ./hack/mkbase
+fi
+
+inputs="suite=$suite packages=$packages mirror=$m security=${security:-none} epoch=$SOURCE_DATE_EPOCH"
+if [ ! -f "$cache/layer.tar.gz" ] || [ "$(cat "$cache/inputs" 2>/dev/null)" != "$inputs" ]; then
+  command -v debootstrap >/dev/null || { echo "base: debootstrap is missing (make deps)" >&2; exit 1; }
+  echo "base: debootstrap --variant=minbase $suite from $m (about a minute)" >&2
+  start=$(date +%s)
+  rootfs=$cache/rootfs
+  rm -rf "$rootfs"
+  debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$m" > "$cache/debootstrap.log" 2>&1 || {
+    tail -n 30 "$cache/debootstrap.log" >&2
+    echo "base: debootstrap failed; log in $cache/debootstrap.log" >&2
+    exit 1
+  }
+  # The lock stage runs apt-get update inside the base: name the mirror.
+  {
+    echo "deb $m $suite main"
+    echo "deb $m $suite-updates main"
+    [ -n "$security" ] && echo "deb ${security%/} $suite-security main"
+  } > "$rootfs/etc/apt/sources.list"
+  rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/cache/apt/archives/*.deb
+  : > "$rootfs/etc/machine-id"
+  rm -f "$rootfs"/etc/hostname "$rootfs"/etc/resolv.conf
+  "$mkbase" tar "$rootfs" "$cache/layer.tar.gz"
+  echo "$inputs" > "$cache/inputs.tmp" && mv "$cache/inputs.tmp" "$cache/inputs"
+  rm -rf "$rootfs"
+  echo "base: rootfs packed in $(( $(date +%s) - start ))s" >&2
+fi
+
+# Skip the push when the registry already holds what the last run pushed.
+if [ -f "$cache/digest" ] && [ "$cache/digest" -nt "$cache/layer.tar.gz" ] && [ -x bin/crane ] &&
+   [ "$(bin/crane digest "$ref" 2>/dev/null)" = "$(cat "$cache/digest")" ]; then
+  echo "base: $ref@$(cat "$cache/digest") is up to date" >&2
+  exit 0
+fi
+digest=$("$mkbase" image "$cache/layer.tar.gz" --push "$ref")
+echo "$digest" > "$cache/digest.tmp" && mv "$cache/digest.tmp" "$cache/digest"
+echo "$ref@$digest" > "$cache/ref.tmp" && mv "$cache/ref.tmp" "$cache/ref"
+echo "base: pushed $ref@$digest" >&2

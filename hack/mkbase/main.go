@@ -1,0 +1,280 @@
+// Command mkbase packs a root filesystem (from debootstrap) as a one-layer
+// OCI image, reproducibly: entries sorted, mtimes clamped to
+// SOURCE_DATE_EPOCH, numeric owners only, no device nodes.
+//
+//	mkbase tar ROOTFS OUT.tar.gz               write the gzipped layer tar
+//	mkbase image LAYER.tar [--push REF] [--layout DIR]   wrap it and push/write it
+//
+// image prints the image digest on stdout.
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "mkbase:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	sde, err := sourceDateEpoch()
+	if err != nil {
+		return err
+	}
+	if len(args) < 1 {
+		return errors.New("usage: mkbase tar ROOTFS OUT.tar.gz | mkbase image LAYER.tar [--push REF] [--layout DIR]")
+	}
+	switch args[0] {
+	case "tar":
+		if len(args) != 3 {
+			return errors.New("usage: mkbase tar ROOTFS OUT.tar.gz")
+		}
+		return writeTar(args[1], args[2], sde)
+	case "image":
+		fs := flag.NewFlagSet("image", flag.ContinueOnError)
+		push := fs.String("push", "", "push the image to this reference")
+		lay := fs.String("layout", "", "write the image into this OCI layout directory")
+		if len(args) < 2 {
+			return errors.New("usage: mkbase image LAYER.tar [--push REF] [--layout DIR]")
+		}
+		if err := fs.Parse(args[2:]); err != nil {
+			return err
+		}
+		return image(args[1], *push, *lay, sde)
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func sourceDateEpoch() (time.Time, error) {
+	v := os.Getenv("SOURCE_DATE_EPOCH")
+	if v == "" {
+		return time.Time{}, errors.New("SOURCE_DATE_EPOCH is not set")
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want seconds since 1970", v)
+	}
+	return time.Unix(n, 0).UTC(), nil
+}
+
+// emptied lists directories whose files are left out (subdirectories are
+// kept, empty): they only hold state of the machine that built the rootfs.
+// pruned lists directories packed empty: the runtime provides their contents.
+var (
+	emptied = []string{"run", "tmp", "var/tmp", "var/lib/apt/lists", "var/cache/apt/archives", "var/log"}
+	pruned  = map[string]bool{"dev": true, "proc": true, "sys": true}
+)
+
+func isEmptied(rel string) bool {
+	for _, d := range emptied {
+		if strings.HasPrefix(rel, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+type inode struct{ dev, ino uint64 }
+
+func writeTar(root, out string, sde time.Time) error {
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		return fmt.Errorf("rootfs %s: not a directory", root)
+	}
+	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	zw := gzip.NewWriter(f) // no name, no mtime: the same bytes every time
+	tw := tar.NewWriter(zw)
+	links := map[inode]string{}
+	var files, bytes int64
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if top, _, _ := strings.Cut(rel, "/"); pruned[top] && top != rel {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() && isEmptied(rel) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := fi.Mode()
+		if mode&(fs.ModeSocket|fs.ModeNamedPipe|fs.ModeDevice|fs.ModeCharDevice) != 0 {
+			return nil // no device nodes, sockets or pipes in an image layer
+		}
+		if strings.HasPrefix(rel, "var/cache/apt/") && strings.HasSuffix(rel, ".bin") {
+			return nil
+		}
+		link := ""
+		if mode&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(path); err != nil {
+				return err
+			}
+		}
+		hdr, err := tar.FileInfoHeader(fi, link)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		hdr.Name = rel
+		if fi.IsDir() {
+			hdr.Name += "/"
+		}
+		hdr.Uname, hdr.Gname = "", ""
+		hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
+		hdr.Format = tar.FormatPAX
+		hdr.PAXRecords = nil
+		mt := fi.ModTime().Truncate(time.Second)
+		if mt.After(sde) {
+			mt = sde
+		}
+		hdr.ModTime = mt
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && mode.IsRegular() && st.Nlink > 1 {
+			k := inode{uint64(st.Dev), uint64(st.Ino)}
+			if first, ok := links[k]; ok {
+				hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, first, 0
+			} else {
+				links[k] = rel
+			}
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		files++
+		if hdr.Typeflag == tar.TypeReg {
+			src, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			n, err := io.Copy(tw, src)
+			src.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			bytes += n
+		}
+		return nil
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err == nil {
+		err = f.Close()
+	} else {
+		f.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("packing %s: %w", root, err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "mkbase: %s: %d entries, %d bytes of file data\n", out, files, bytes)
+	return nil
+}
+
+func image(layerTar, push, lay string, sde time.Time) error {
+	layer, err := tarball.LayerFromFile(layerTar, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", layerTar, err)
+	}
+	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
+	img, err := mutate.Append(base, mutate.Addendum{
+		Layer:     layer,
+		MediaType: types.OCILayer,
+		History:   v1.History{Created: v1.Time{Time: sde}, CreatedBy: "debootstrap --variant=minbase bookworm (hack/base.sh)"},
+	})
+	if err != nil {
+		return err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS = "amd64", "linux"
+	cf.Created = v1.Time{Time: sde}
+	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	cf.Config.Cmd = []string{"/bin/bash"}
+	cf.Config.Labels = map[string]string{
+		"org.opencontainers.image.title":       "imagectl debian-base",
+		"org.opencontainers.image.description": "Debian bookworm minbase with python3, python3-venv, python3-pip, ca-certificates",
+	}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return err
+	}
+	img, err = mutate.CreatedAt(img, v1.Time{Time: sde})
+	if err != nil {
+		return err
+	}
+	dig, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	if lay != "" {
+		p, err := layout.FromPath(lay)
+		if err != nil {
+			if p, err = layout.Write(lay, empty.Index); err != nil {
+				return fmt.Errorf("layout %s: %w", lay, err)
+			}
+		}
+		if err := p.ReplaceImage(img, func(desc v1.Descriptor) bool {
+			return desc.Annotations["org.opencontainers.image.ref.name"] == "bookworm"
+		}, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "bookworm"})); err != nil {
+			return fmt.Errorf("layout %s: %w", lay, err)
+		}
+	}
+	if push != "" {
+		ref, err := name.ParseReference(push)
+		if err != nil {
+			return fmt.Errorf("--push %q: %w", push, err)
+		}
+		if err := remote.Write(ref, img); err != nil {
+			return fmt.Errorf("pushing %s: %w", ref, err)
+		}
+	}
+	fmt.Println(dig.String())
+	return nil
+}

@@ -1,17 +1,85 @@
 package cmd
 
 import (
-	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/promote"
 )
 
-// STUB: replaced by the stage that owns "pin".
 func newPinCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "pin",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("pin is not built yet") },
+	var (
+		tf        trustFlags
+		out       outputFlag
+		imagesDir string
+	)
+	cmd := &cobra.Command{
+		Use:   "pin NAME:TAG",
+		Short: "Resolve a release tag to repo@sha256:... after verifying its signature and attestations",
+		Long: `Pin resolves a release tag to its digest and prints repo@sha256:..., what to
+paste into job specs: tags move, digests do not. Before printing it checks,
+on that digest, what promotion checked: a signature by a trusted --key, a
+valid lock attestation by a trusted --key, and a passing verification
+attestation for exactly this digest and lock by a --verifier-key (exit 5
+otherwise, naming the gate).
+
+NAME is an image name (its release repository is read from
+images/NAME/releases.json) or a full repository (registry/path:TAG).
+--output json adds the attested lock's summary.`,
+		Example: `  imagectl pin pytorch-2.6-cu124:2.6-cu124
+  imagectl pin registry.example/ml/pytorch:2.6-cu124-2026.12 --key cosign.pub --verifier-key verifier.pub -o json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
+			tag, err := pinTag(imagesDir, args[0])
+			if err != nil {
+				return err
+			}
+			p, err := promote.Pin(cmd.Context(), tag, tf.options()...)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), p)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), p.Ref)
+			return nil
+		},
 	}
+	tf.add(cmd)
+	addOutputFlag(cmd, &out)
+	cmd.Flags().StringVar(&imagesDir, "images", "images", "directory holding images/<name>/")
+	return cmd
+}
+
+// pinTag maps NAME:TAG to the release repository's tag.
+func pinTag(imagesDir, arg string) (name.Tag, error) {
+	if strings.Contains(arg, "@") {
+		return name.Tag{}, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%q: pin takes NAME:TAG; a digest is already pinned", arg))
+	}
+	i := strings.LastIndex(arg, ":")
+	if i < 0 || strings.Contains(arg[i:], "/") {
+		return name.Tag{}, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%q: want NAME:TAG", arg))
+	}
+	repo, tag := arg[:i], arg[i+1:]
+	if !strings.Contains(repo, "/") {
+		f, err := promote.ReadFile(filepath.Join(imagesDir, repo, promote.FileName))
+		if err != nil {
+			return name.Tag{}, err
+		}
+		repo = f.Repository
+	}
+	t, err := name.NewTag(repo+":"+tag, name.StrictValidation)
+	if err != nil {
+		return name.Tag{}, exitcode.Wrap(exitcode.Usage, err)
+	}
+	return t, nil
 }

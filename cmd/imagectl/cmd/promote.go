@@ -2,16 +2,131 @@ package cmd
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"imagectl/internal/promote"
 )
 
-// STUB: replaced by the stage that owns "promote".
-func newPromoteCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "promote",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("promote is not built yet") },
+// trustFlags are the public keys promote and pin trust.
+type trustFlags struct {
+	keys         []string
+	verifierKeys []string
+}
+
+func (f *trustFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringSliceVar(&f.keys, "key", []string{"keys/cosign.pub"}, "trusted signing public key(s): signatures and lock attestations")
+	cmd.Flags().StringSliceVar(&f.verifierKeys, "verifier-key", []string{"keys/verifier.pub"}, "trusted verifier public key(s): verification attestations")
+}
+
+func (f *trustFlags) options() []promote.Option {
+	return []promote.Option{promote.WithTrustedKeys(f.keys...), promote.WithVerifierKeys(f.verifierKeys...)}
+}
+
+// releaseFilePath maps NAME to images/NAME/releases.json; a path is kept.
+func releaseFilePath(imagesDir, arg string) string {
+	if strings.HasSuffix(arg, ".json") || strings.ContainsRune(arg, filepath.Separator) {
+		return arg
 	}
+	return filepath.Join(imagesDir, arg, promote.FileName)
+}
+
+func newPromoteCmd() *cobra.Command {
+	var (
+		tf        trustFlags
+		out       outputFlag
+		confirm   bool
+		imagesDir string
+		lockPath  string
+	)
+	cmd := &cobra.Command{
+		Use:   "promote NAME|RELEASE_FILE",
+		Short: "Reconcile the release repository to images/NAME/releases.json (dry run unless --confirm)",
+		Long: `Promote reads the release file (images/NAME/releases.json: digests and their
+release tags, plus moving tags) and reconciles the release repository to it.
+
+Every release that needs anything must pass every gate, or nothing at all is
+copied (exit 5, each refusal naming its gate):
+  digest        the source is IMAGE@sha256:..., never a tag
+  signature     signed, for exactly this digest, by a --key
+  verification  a verification attestation for exactly this digest, passing,
+                against the lock in git, signed by a --verifier-key
+  lock          the lock attestation equals images/NAME/lock.json
+  immutable-tag a release tag never moves to another digest
+
+Then images are copied by digest (blobs mounted across repositories, not
+uploaded again), their .sig and .att tags along, and tags are set last, so
+no tag ever points at a partly copied image. Tags not in the file stay.
+Without --confirm nothing is written: the plan is printed. A second run does
+nothing; an interrupted run completes when run again.`,
+		Example: `  imagectl promote pytorch-2.6-cu124                       # dry run: gates and plan
+  imagectl promote pytorch-2.6-cu124 --confirm
+  imagectl promote images/pytorch-2.6-cu124/releases.json --key keys/cosign.pub --verifier-key keys/verifier.pub -o json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
+			opts := append(tf.options(), promote.WithConfirm(confirm))
+			if lockPath != "" {
+				opts = append(opts, promote.WithLockFile(lockPath))
+			}
+			res, err := promote.Run(cmd.Context(), releaseFilePath(imagesDir, args[0]), opts...)
+			if res != nil {
+				if asJSON {
+					if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
+						return werr
+					}
+				} else {
+					printPlan(cmd, res)
+				}
+			}
+			var re *promote.RefusedError
+			if err != nil && !errors.As(err, &re) && res != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "interrupted: run the same command again to complete; no tag points at a partial image")
+			}
+			return err
+		},
+	}
+	tf.add(cmd)
+	addOutputFlag(cmd, &out)
+	cmd.Flags().BoolVar(&confirm, "confirm", false, "act; without it, a dry run")
+	cmd.Flags().StringVar(&imagesDir, "images", "images", "directory holding images/<name>/")
+	cmd.Flags().StringVar(&lockPath, "lock", "", "the lock in git the lock gate compares with (default: lock.json beside the release file)")
+	return cmd
+}
+
+func printPlan(cmd *cobra.Command, res *promote.Result) {
+	w := cmd.ErrOrStderr()
+	for _, s := range res.InSync {
+		fmt.Fprintf(w, "in sync   %s\n", s)
+	}
+	for _, a := range res.Actions {
+		state := "planned"
+		if a.Done {
+			state = "done   "
+		}
+		from := ""
+		if a.From != "" {
+			from = " (was " + short(a.From) + ")"
+		}
+		fmt.Fprintf(w, "%s %-15s %s -> %s%s\n", state, a.Kind, a.Target, short(a.Digest), from)
+	}
+	switch {
+	case len(res.Actions) == 0:
+		fmt.Fprintf(w, "%s: release repository %s is in sync\n", res.Image, res.Repository)
+	case res.DryRun:
+		fmt.Fprintf(w, "dry run: %d action(s); run again with --confirm to act\n", len(res.Actions))
+	}
+}
+
+func short(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
 }

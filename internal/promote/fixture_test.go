@@ -30,7 +30,7 @@ const password = "fixture-password-7f3a"
 // fixture is a staging repository with keys, a lock in "git" (a temp dir)
 // and helpers to sign, attest and promote.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	reg     string
 	dir     string // images/<name>
@@ -48,7 +48,7 @@ func (k keys) opt() sign.Option { return sign.WithKey(k.priv, []byte(password)) 
 
 var cachedKeys []keys
 
-func newKeys(t *testing.T, n int) []keys {
+func newKeys(t testing.TB, n int) []keys {
 	t.Helper()
 	for len(cachedKeys) < n {
 		dir, err := mkdirTemp()
@@ -71,7 +71,7 @@ func newInProcessRegistry(t *testing.T) string {
 	return strings.TrimPrefix(s.URL, "http://")
 }
 
-func newFixture(t *testing.T, reg string) *fixture {
+func newFixture(t testing.TB, reg string) *fixture {
 	t.Helper()
 	ks := newKeys(t, 3)
 	f := &fixture{

@@ -1,17 +1,347 @@
 package cmd
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/util/progress/progressui"
 	"github.com/spf13/cobra"
+
+	"imagectl/internal/build"
+	"imagectl/internal/exitcode"
+	"imagectl/internal/lock"
+	"imagectl/internal/release"
+	"imagectl/internal/sign"
+	"imagectl/internal/verify"
 )
 
-// STUB: replaced by the stage that owns "release".
+type releaseFlags struct {
+	spec                     specFlags
+	out                      outputFlag
+	images                   []string
+	imagesDir                string
+	jobs                     int
+	addr, progress, initPath string
+	cacheFrom, cacheTo       []string
+	key, pub                 string
+	verifierKey, verifierPub string
+	runtime                  string
+	storage                  string
+	lockMissing, noPromote   bool
+	month                    string
+	metricsFile, pushgateway string
+	builderID                string
+}
+
 func newReleaseCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "release",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("release is not built yet") },
+	var f releaseFlags
+	cmd := &cobra.Command{
+		Use:   "release [specs...] [--image NAME]",
+		Short: "Run the whole pipeline per image: lock check, build, sign, verify, promote",
+		Long: `Release runs, for each concrete image of the specs: the lock check (the lock in
+--images-dir must match the spec; --lock-missing resolves one that does not exist),
+the build (pushed by digest to the staging repository), signing with the lock,
+SBOM and provenance attestations, verification (the result signed with the
+verifier key) and promotion (the digest recorded in images/NAME/releases.json
+with the tags NAME-YYYY.MM and NAME, the release repository reconciled, and the
+month's changelog written beside it).
+
+An image stops at its first failing stage, named in the table; the others go on.
+A re-run skips what is done: BuildKit's cache makes the build a no-op, and a
+digest already signed or verified is not signed or verified again.
+
+The key passwords come from $IMAGECTL_SIGNING_PASSWORD (or $COSIGN_PASSWORD).`,
+		Example: `  # the monthly release of every image in specs/pytorch.hcl, two at a time
+  imagectl release specs/pytorch.hcl --jobs 2 --key signing.key --verifier-key verifier.key \
+    --verify-runtime in-place --metrics-file /var/lib/node_exporter/imagectl.prom
+
+  # one image of the demo, locking it first, verifying with podman
+  imagectl release specs/demo.hcl --image demo --lock-missing --key k/cosign.key \
+    --verifier-key v/cosign.key --verify-runtime podman`,
+		RunE: func(cmd *cobra.Command, args []string) error { return runRelease(cmd, args, &f) },
 	}
+	fl := cmd.Flags()
+	f.spec.add(cmd)
+	addOutputFlag(cmd, &f.out)
+	fl.StringArrayVar(&f.images, "image", nil, "release only this image (repeatable)")
+	fl.StringVar(&f.imagesDir, "images-dir", "images", "where the locks and release files live")
+	fl.IntVar(&f.jobs, "jobs", 1, "images run at once")
+	fl.StringVar(&f.addr, "addr", "", "buildkitd address (default $BUILDKIT_HOST)")
+	fl.StringVar(&f.progress, "progress", "auto", "build progress on stderr: auto, tty, plain, rawjson or quiet (plain when --jobs > 1)")
+	fl.StringVar(&f.initPath, "init", "", "the init binary to bake in (default: imagectl-init beside imagectl)")
+	fl.StringArrayVar(&f.cacheFrom, "cache-from", nil, "import build cache, e.g. type=registry,ref=REPO:TAG")
+	fl.StringArrayVar(&f.cacheTo, "cache-to", nil, "export build cache, e.g. type=registry,ref=REPO:TAG,mode=max")
+	fl.StringVar(&f.key, "key", "", "signing key (cosign.key)")
+	fl.StringVar(&f.pub, "pub", "", "signing public key (default: --key with .pub)")
+	fl.StringVar(&f.verifierKey, "verifier-key", "", "verifier key that signs the verification result")
+	fl.StringVar(&f.verifierPub, "verifier-pub", "", "verifier public key (default: --verifier-key with .pub)")
+	fl.StringVar(&f.runtime, "verify-runtime", "auto", "in-place, podman, docker, or auto (podman when installed, else in-place)")
+	fl.StringVar(&f.storage, "storage", "", "podman/docker: host folder mounted as the image's storage")
+	fl.BoolVar(&f.lockMissing, "lock-missing", false, "resolve and write a lock that does not exist yet")
+	fl.BoolVar(&f.noPromote, "no-promote", false, "stop after verification")
+	fl.StringVar(&f.month, "month", "", "release month YYYY-MM (default: this month, UTC)")
+	fl.StringVar(&f.metricsFile, "metrics-file", "", "write Prometheus metrics here (textfile collector format)")
+	fl.StringVar(&f.pushgateway, "pushgateway", "", "push Prometheus metrics to this Pushgateway URL")
+	fl.StringVar(&f.builderID, "builder-id", sign.DefaultBuilderID, "builder URI recorded in the provenance")
+	return cmd
+}
+
+func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
+	asJSON, err := f.out.json()
+	if err != nil {
+		return err
+	}
+	if f.key == "" || f.verifierKey == "" {
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("release signs and verifies: --key and --verifier-key are required"))
+	}
+	imgs, err := loadImages(cmd, f.spec, args, f.images)
+	if err != nil {
+		return err
+	}
+	pw, _ := sign.PasswordFromEnv()
+	ctx := cmd.Context()
+	c, err := build.Dial(ctx, build.Addr(f.addr), 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rt, err := verifyRuntime(f)
+	if err != nil {
+		return err
+	}
+	bopts := []build.Option{build.WithCacheFrom(f.cacheFrom...), build.WithCacheTo(f.cacheTo...)}
+	if f.initPath != "" {
+		bopts = append(bopts, build.WithInit(f.initPath))
+	}
+	lopts, err := lockOptions(build.Addr(f.addr), "", nil)
+	if err != nil {
+		return err
+	}
+	stages, err := release.NewReal(release.Config{
+		ImagesDir:           f.imagesDir,
+		LockMissing:         f.lockMissing,
+		LockOptions:         lopts,
+		Buildkit:            c,
+		BuildOptions:        bopts,
+		BuildStatus:         buildStatus(cmd.ErrOrStderr(), f),
+		Builder:             sign.Builder{ID: f.builderID, BuildKitVersion: buildkitVersion(cmd, c)},
+		SignOptions:         []sign.Option{sign.WithKey(f.key, pw)},
+		PublicKey:           pubFor(f.pub, f.key),
+		VerifierSignOptions: []sign.Option{sign.WithKey(f.verifierKey, pw)},
+		VerifierPublicKey:   pubFor(f.verifierPub, f.verifierKey),
+		VerifyRuntime:       rt,
+		Month:               f.month,
+	})
+	if err != nil {
+		return exitcode.Wrap(exitcode.Usage, err)
+	}
+	progress := func(e release.Event) {
+		switch {
+		case e.Start:
+			fmt.Fprintf(cmd.ErrOrStderr(), "==> %s: %s\n", e.Image, e.Stage)
+		case e.Err != nil:
+			fmt.Fprintf(cmd.ErrOrStderr(), "==> %s: %s FAILED after %s\n", e.Image, e.Stage, e.Elapsed.Round(time.Millisecond))
+		case e.Resumed:
+			fmt.Fprintf(cmd.ErrOrStderr(), "==> %s: %s already done\n", e.Image, e.Stage)
+		}
+	}
+	outcomes, runErr := release.Run(ctx, imgs, stages, release.WithJobs(f.jobs),
+		release.WithPromote(!f.noPromote), release.WithProgress(progress))
+	if f.metricsFile != "" {
+		if err := release.WriteTextfile(f.metricsFile, outcomes); err != nil {
+			return err
+		}
+	}
+	if f.pushgateway != "" {
+		if err := release.Push(ctx, f.pushgateway, outcomes); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		if err := writeJSON(cmd.OutOrStdout(), releaseJSON(outcomes)); err != nil {
+			return err
+		}
+	} else if err := writeReleaseTable(cmd.OutOrStdout(), outcomes); err != nil {
+		return err
+	}
+	return runErr
+}
+
+func pubFor(pub, key string) string {
+	if pub != "" {
+		return pub
+	}
+	return strings.TrimSuffix(key, ".key") + ".pub"
+}
+
+// verifyRuntime picks the runtime that runs an image's probes.
+func verifyRuntime(f *releaseFlags) (func(*lock.Lock, name.Digest) (verify.Runtime, error), error) {
+	kind := f.runtime
+	if kind == "auto" {
+		kind = "in-place"
+		if _, err := exec.LookPath("podman"); err == nil {
+			kind = "podman"
+		}
+	}
+	switch kind {
+	case "in-place":
+		return func(*lock.Lock, name.Digest) (verify.Runtime, error) { return &verify.InPlace{}, nil }, nil
+	case "podman", "docker":
+		return func(l *lock.Lock, d name.Digest) (verify.Runtime, error) {
+			vf := verifyFlags{runtime: kind, storage: f.storage}
+			return podmanRuntime(&vf, d, l), nil
+		}, nil
+	}
+	return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--verify-runtime %q: want auto, in-place, podman or docker", f.runtime))
+}
+
+// buildStatus renders each build's progress; with several jobs at once the
+// plain mode keeps the interleaved lines readable.
+func buildStatus(w io.Writer, f *releaseFlags) func(string) (chan *client.SolveStatus, func()) {
+	mode := f.progress
+	if f.jobs > 1 && mode == "auto" {
+		mode = "plain"
+	}
+	var mu sync.Mutex // one tty display at a time
+	return func(string) (chan *client.SolveStatus, func()) {
+		ch := make(chan *client.SolveStatus)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if f.jobs == 1 {
+				mu.Lock()
+				defer mu.Unlock()
+			}
+			d, err := progressui.NewDisplay(w, progressui.DisplayMode(mode))
+			if err != nil {
+				for range ch {
+				}
+				return
+			}
+			_, _ = d.UpdateFrom(context.Background(), ch)
+		}()
+		return ch, func() { <-done }
+	}
+}
+
+func buildkitVersion(cmd *cobra.Command, c *client.Client) string {
+	info, err := c.Info(cmd.Context())
+	if err != nil || info == nil {
+		return ""
+	}
+	return info.BuildkitVersion.Version
+}
+
+type releaseRow struct {
+	Image         string             `json:"image"`
+	Digest        string             `json:"digest,omitempty"`
+	Size          int64              `json:"size,omitempty"`
+	Layers        int                `json:"layers,omitempty"`
+	ChangedLayers int                `json:"changed_layers"`
+	DeltaBytes    int64              `json:"delta_bytes"`
+	Verify        *verify.Result     `json:"verify,omitempty"`
+	Reference     string             `json:"reference,omitempty"`
+	Tags          []string           `json:"tags,omitempty"`
+	Changelog     string             `json:"changelog,omitempty"`
+	Resumed       []string           `json:"resumed,omitempty"`
+	FailedStage   string             `json:"failed_stage,omitempty"`
+	Error         string             `json:"error,omitempty"`
+	Seconds       map[string]float64 `json:"seconds"`
+}
+
+func releaseJSON(outcomes []release.Outcome) []releaseRow {
+	rows := make([]releaseRow, 0, len(outcomes))
+	for _, oc := range outcomes {
+		r := releaseRow{Image: oc.Image, Digest: oc.Digest, Size: oc.Size, Layers: oc.Layers,
+			ChangedLayers: oc.Changed, DeltaBytes: oc.Delta, Verify: oc.Result,
+			Reference: oc.Promoted.Reference, Tags: oc.Promoted.Tags, Changelog: oc.Promoted.Changelog,
+			Resumed: oc.Resumed, FailedStage: oc.FailedStage, Seconds: map[string]float64{}}
+		if oc.Err != nil {
+			r.Error = oc.Err.Error()
+		}
+		for s, d := range oc.Durations {
+			r.Seconds[s] = d.Seconds()
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func writeReleaseTable(w io.Writer, outcomes []release.Outcome) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "IMAGE\tDIGEST\tSIZE\tCHANGED LAYERS\tVERIFY\tPROMOTED\tRESULT")
+	for _, oc := range outcomes {
+		result := "ok"
+		if oc.Err != nil {
+			result = "stopped at " + oc.FailedStage
+		}
+		changed := "first release"
+		if oc.Changed > 0 || oc.Delta > 0 {
+			changed = fmt.Sprintf("%d/%d (%s)", oc.Changed, oc.Layers, humanBytes(oc.Delta))
+		} else if oc.Digest != "" && oc.Layers > 0 {
+			changed = fmt.Sprintf("0/%d", oc.Layers)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", oc.Image, short(oc.Digest), humanBytes(oc.Size),
+			changed, verifySummary(oc.Result), strings.Join(oc.Promoted.Tags, ","), result)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, oc := range outcomes {
+		if oc.Err != nil {
+			fmt.Fprintf(w, "%s: %v\n", oc.Image, oc.Err)
+		} else if oc.Promoted.Reference != "" {
+			fmt.Fprintf(w, "%s: pin %s (changelog %s)\n", oc.Image, oc.Promoted.Reference, oc.Promoted.Changelog)
+		}
+	}
+	return nil
+}
+
+// verifySummary names the result and the all-reduce and compile-cache
+// measurements when they ran.
+func verifySummary(r *verify.Result) string {
+	if r == nil {
+		return "-"
+	}
+	var pass, fail, skip int
+	var extra []string
+	for _, c := range r.Checks {
+		switch c.Status {
+		case verify.Pass:
+			pass++
+		case verify.Fail:
+			fail++
+		case verify.Skip:
+			skip++
+		}
+		if c.Status == verify.Pass && (strings.Contains(c.Name, "allreduce") || strings.Contains(c.Name, "compile")) && c.Value != "" {
+			extra = append(extra, c.Name+"="+c.Value)
+		}
+	}
+	s := fmt.Sprintf("%d pass, %d fail, %d skip", pass, fail, skip)
+	if len(extra) > 0 {
+		s += " (" + strings.Join(extra, ", ") + ")"
+	}
+	return s
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -1,0 +1,336 @@
+package release
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/moby/buildkit/client"
+
+	"imagectl/internal/atomicfile"
+	"imagectl/internal/build"
+	"imagectl/internal/lock"
+	"imagectl/internal/promote"
+	"imagectl/internal/sign"
+	"imagectl/internal/spec"
+	"imagectl/internal/verify"
+)
+
+// Config configures the real stages.
+type Config struct {
+	// ImagesDir holds images/<name>/lock.json and releases.json.
+	ImagesDir string
+	// LockMissing resolves and writes a lock that does not exist yet instead
+	// of failing the lock stage.
+	LockMissing bool
+	// LockOptions are passed to lock.Resolve when LockMissing applies.
+	LockOptions []lock.Option
+	// Buildkit is the client builds are solved with.
+	Buildkit build.Client
+	// BuildOptions are passed to every build.Solve (init path, caches, ...).
+	BuildOptions []build.Option
+	// BuildStatus, when set, returns a channel for one image's build
+	// progress and a function that waits until it has been rendered.
+	BuildStatus func(image string) (chan *client.SolveStatus, func())
+	// Builder describes the build for the provenance attestation.
+	Builder sign.Builder
+	// SignOptions carry the signing key.
+	SignOptions []sign.Option
+	// PublicKey is the signing key's public half (cosign.pub).
+	PublicKey string
+	// VerifierSignOptions carry the verifier's key for the result attestation.
+	VerifierSignOptions []sign.Option
+	// VerifierPublicKey is the verifier key's public half.
+	VerifierPublicKey string
+	// VerifyRuntime returns the runtime that runs one image's probes.
+	VerifyRuntime func(l *lock.Lock, d name.Digest) (verify.Runtime, error)
+	// VerifyOptions are passed to every verify.Run.
+	VerifyOptions []verify.Option
+	// Month is the release month, YYYY-MM; release tags are NAME-YYYY.MM and
+	// the moving NAME.
+	Month string
+	// RemoteOptions are used for every registry call.
+	RemoteOptions []remote.Option
+}
+
+// Real is the pipeline's stages over the lock, build, sign, verify and
+// promote packages.
+type Real struct {
+	cfg Config
+	mu  sync.Mutex // serializes release-file updates
+}
+
+// NewReal returns the real stages.
+func NewReal(cfg Config) (*Real, error) {
+	switch {
+	case cfg.ImagesDir == "":
+		return nil, errors.New("release: no images directory")
+	case cfg.Buildkit == nil:
+		return nil, errors.New("release: no BuildKit client")
+	case cfg.PublicKey == "" || cfg.VerifierPublicKey == "":
+		return nil, errors.New("release: the signing and verifier public keys are required: promotion checks both")
+	case cfg.VerifyRuntime == nil:
+		return nil, errors.New("release: no verify runtime")
+	}
+	if cfg.Month == "" {
+		cfg.Month = time.Now().UTC().Format("2006-01")
+	}
+	if _, err := time.Parse("2006-01", cfg.Month); err != nil {
+		return nil, fmt.Errorf("release month %q: want YYYY-MM", cfg.Month)
+	}
+	return &Real{cfg: cfg}, nil
+}
+
+func (r *Real) lockPath(image string) string { return lock.Path(r.cfg.ImagesDir, image) }
+func (r *Real) releasePath(image string) string {
+	return filepath.Join(r.cfg.ImagesDir, image, promote.FileName)
+}
+
+// Lock implements Stages: the lock in the images directory, checked against
+// the spec offline; with LockMissing, a missing lock is resolved first.
+func (r *Real) Lock(ctx context.Context, img spec.Image) (*lock.Lock, error) {
+	path := r.lockPath(img.Name)
+	l, err := lock.Read(path)
+	if errors.Is(err, fs.ErrNotExist) && r.cfg.LockMissing {
+		if l, err = lock.Resolve(ctx, img, r.cfg.LockOptions...); err != nil {
+			return nil, err
+		}
+		if err := lock.Write(path, l); err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := lock.Check(ctx, img, l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Build implements Stages: build and push to the staging repository, and
+// compare the layers with the previous release's.
+func (r *Real) Build(ctx context.Context, l *lock.Lock) (Built, error) {
+	opts := append([]build.Option{build.WithPush(true)}, r.cfg.BuildOptions...)
+	wait := func() {}
+	if r.cfg.BuildStatus != nil {
+		var ch chan *client.SolveStatus
+		ch, wait = r.cfg.BuildStatus(l.Name)
+		opts = append(opts, build.WithStatus(ch))
+	}
+	res, err := build.Solve(ctx, r.cfg.Buildkit, l, opts...)
+	wait()
+	if err != nil {
+		return Built{}, err
+	}
+	d, err := name.NewDigest(res.Ref, name.StrictValidation)
+	if err != nil {
+		return Built{}, fmt.Errorf("build returned %q, not a digest reference: %w", res.Ref, err)
+	}
+	b := Built{Digest: d, Size: res.Size, Layers: len(res.Layers)}
+	prev, err := r.previousLayers(ctx, l.Name)
+	if err != nil {
+		return Built{}, err
+	}
+	if prev != nil {
+		for _, layer := range res.Layers {
+			if !prev[layer.Digest] {
+				b.ChangedLayers++
+				b.ChangedBytes += layer.Size
+			}
+		}
+	}
+	return b, nil
+}
+
+// previousLayers returns the layer digests of the newest release of image,
+// or nil when there is none.
+func (r *Real) previousLayers(ctx context.Context, image string) (map[string]bool, error) {
+	prev, err := r.previousRelease(image)
+	if err != nil || prev == nil {
+		return nil, err
+	}
+	d, err := prev.Digest()
+	if err != nil {
+		return nil, err
+	}
+	img, err := remote.Image(d, append(r.cfg.RemoteOptions, remote.WithContext(ctx))...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the previous release %s: %w", d, err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("reading the previous release %s: %w", d, err)
+	}
+	seen := map[string]bool{}
+	for _, layer := range layers {
+		ld, err := layer.Digest()
+		if err != nil {
+			return nil, fmt.Errorf("reading the previous release %s: %w", d, err)
+		}
+		seen[ld.String()] = true
+	}
+	return seen, nil
+}
+
+// previousRelease is the newest release in the image's release file from a
+// month before this one, or nil.
+func (r *Real) previousRelease(image string) (*promote.Release, error) {
+	f, err := promote.ReadFile(r.releasePath(image))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := len(f.Releases) - 1; i >= 0; i-- {
+		if f.Releases[i].Month < r.cfg.Month {
+			return &f.Releases[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// Signed implements Stages: d verifies against the public key and carries a
+// lock attestation.
+func (r *Real) Signed(ctx context.Context, d name.Digest) (bool, error) {
+	opts := r.signOpts(r.cfg.SignOptions)
+	if err := sign.VerifySignature(ctx, d, r.cfg.PublicKey, opts...); err != nil {
+		return false, nil
+	}
+	if _, err := sign.VerifyAttestations(ctx, d, sign.LockPredicateType, r.cfg.PublicKey, opts...); err != nil {
+		return false, nil
+	}
+	return true, nil
+}
+
+// Sign implements Stages.
+func (r *Real) Sign(ctx context.Context, l *lock.Lock, d name.Digest) error {
+	return sign.SignAndAttest(ctx, d, l, r.cfg.Builder, r.signOpts(r.cfg.SignOptions)...)
+}
+
+// Verified implements Stages: a passing result for exactly d and l, signed
+// by the verifier key.
+func (r *Real) Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error) {
+	preds, err := sign.VerifyAttestations(ctx, d, verify.PredicateType, r.cfg.VerifierPublicKey, r.signOpts(r.cfg.VerifierSignOptions)...)
+	if err != nil {
+		return nil, nil // none yet, or none we trust: verify again
+	}
+	for _, p := range preds {
+		var res verify.Result
+		if json.Unmarshal(p, &res) != nil {
+			continue
+		}
+		if res.Passed && res.Digest == d.DigestStr() && res.LockDigest == l.Digest {
+			return &res, nil
+		}
+	}
+	return nil, nil
+}
+
+// Verify implements Stages: run the checks, then attach the result, passing
+// or not, signed by the verifier key.
+func (r *Real) Verify(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error) {
+	rt, err := r.cfg.VerifyRuntime(l, d)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Close()
+	opts := append([]verify.Option{verify.WithImage(d), verify.WithRuntime(rt)}, r.cfg.VerifyOptions...)
+	res, runErr := verify.Run(ctx, l, opts...)
+	if res == nil {
+		return nil, runErr
+	}
+	pred, err := json.Marshal(res)
+	if err != nil {
+		return res, fmt.Errorf("encoding the verification result: %w", err)
+	}
+	if err := sign.Attest(ctx, d, verify.PredicateType, pred, r.signOpts(r.cfg.VerifierSignOptions)...); err != nil {
+		return res, errors.Join(runErr, fmt.Errorf("attaching the verification result: %w", err))
+	}
+	return res, runErr
+}
+
+// Promote implements Stages: record d in the release file, reconcile the
+// release repository to it, and write the month's changelog.
+func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promoted, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	relPath := r.releasePath(l.Name)
+	prev, err := r.previousRelease(l.Name)
+	if err != nil {
+		return Promoted{}, err
+	}
+	month := strings.ReplaceAll(r.cfg.Month, "-", ".")
+	rel := promote.Release{Source: d.String(), Tags: []string{l.Name + "-" + month}, Month: r.cfg.Month, LockDigest: l.Digest}
+	if err := promote.Record(relPath, l.Name, l.Repos.Release, rel, l.Name); err != nil {
+		return Promoted{}, err
+	}
+	if _, err := promote.Run(ctx, relPath,
+		promote.WithConfirm(true),
+		promote.WithTrustedKeys(r.cfg.PublicKey),
+		promote.WithVerifierKeys(r.cfg.VerifierPublicKey),
+		promote.WithLockFile(r.lockPath(l.Name)),
+		promote.WithRemoteOptions(r.cfg.RemoteOptions...),
+	); err != nil {
+		return Promoted{}, err
+	}
+	p := Promoted{Reference: l.Repos.Release + "@" + d.DigestStr(), Tags: append(rel.Tags, l.Name)}
+	p.Changelog, err = r.writeChangelog(ctx, l, prev)
+	return p, err
+}
+
+// writeChangelog writes images/<name>/changelog-YYYY-MM.md: the lock diff
+// against the previous release's lock, read from its signed lock attestation
+// (the lock in git may have moved since).
+func (r *Real) writeChangelog(ctx context.Context, l *lock.Lock, prev *promote.Release) (string, error) {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# %s %s\n\n", l.Name, r.cfg.Month)
+	if prev == nil {
+		fmt.Fprintf(&buf, "First release: %d debs, %d wheels.\n", len(l.Apt), len(l.Pip))
+	} else {
+		old, err := r.releasedLock(ctx, prev)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&buf, "Changes since %s (%s):\n\n", prev.Month, prev.Source)
+		if err := lock.Diff(old, l).WriteText(&buf); err != nil {
+			return "", err
+		}
+	}
+	path := filepath.Join(r.cfg.ImagesDir, l.Name, "changelog-"+r.cfg.Month+".md")
+	return path, atomicfile.Write(path, buf.Bytes(), 0o644)
+}
+
+func (r *Real) releasedLock(ctx context.Context, rel *promote.Release) (*lock.Lock, error) {
+	d, err := rel.Digest()
+	if err != nil {
+		return nil, err
+	}
+	preds, err := sign.VerifyAttestations(ctx, d, sign.LockPredicateType, r.cfg.PublicKey, r.signOpts(r.cfg.SignOptions)...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the lock of the previous release %s: %w", d, err)
+	}
+	return lock.Parse(d.String(), preds[len(preds)-1])
+}
+
+func (r *Real) signOpts(base []sign.Option) []sign.Option {
+	if len(r.cfg.RemoteOptions) == 0 {
+		return base
+	}
+	return append(append([]sign.Option(nil), base...), sign.WithRemoteOptions(r.cfg.RemoteOptions...))
+}
+
+// ensure Real satisfies Stages.
+var _ Stages = (*Real)(nil)
+

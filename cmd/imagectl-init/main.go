@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
@@ -54,6 +55,20 @@ func main() {
 	if s := prep.Summary(); s != "" && !cfg.Quiet {
 		log.Info(s)
 	}
+	pid, code, err := proc.Start(ctx, args, prep.Env)
+	if err != nil {
+		fail(code, err.Error())
+	}
+	// Nothing below has to happen before the command starts.
+	fpDone := make(chan struct{})
+	go func() {
+		defer close(fpDone)
+		if _, path, err := prep.WriteFingerprint(ctx); err != nil {
+			log.Warn(err.Error())
+		} else if path != "" {
+			log.Debug("fingerprint written", "path", path)
+		}
+	}()
 	go func() {
 		r, err := prep.CollectGarbage(ctx)
 		if err != nil {
@@ -62,9 +77,10 @@ func main() {
 			log.Debug("cache gc", "removed", r.Removed, "removed_bytes", r.RemovedBytes, "kept_bytes", r.KeptBytes)
 		}
 	}()
-	code, err := proc.Run(ctx, args, prep.Env, cfg.GracePeriod.Std())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "imagectl-init:", err)
+	code = proc.Wait(ctx, pid, cfg.GracePeriod.Std())
+	select { // a command that exits at once still leaves its fingerprint
+	case <-fpDone:
+	case <-time.After(2 * time.Second):
 	}
 	os.Exit(code)
 }

@@ -15,27 +15,29 @@ import (
 type Prepared struct {
 	// Env is the command's environment: the init's own plus TMPDIR and the
 	// cache variables.
-	Env         []string
-	Storage     StorageState
-	Swappiness  *SwappinessResult
-	Shm         *ShmResult
-	Caches      []CacheDir
-	Driver      Driver
-	Fingerprint Fingerprint
-	// FingerprintPath is where the fingerprint was written ("" if nowhere).
-	FingerprintPath string
+	Env        []string
+	Storage    StorageState
+	Swappiness *SwappinessResult
+	Shm        *ShmResult
+	Caches     []CacheDir
+	// Driver is read only when the image has a driver floor.
+	Driver Driver
 
-	started  time.Time
-	gcRoots  []string
-	gcAge    time.Duration
-	gcBytes  int64
-	shmMin   int64
-	warnings int
+	cfg        Config
+	opts       options
+	started    time.Time
+	gcRoots    []string
+	gcAge      time.Duration
+	gcBytes    int64
+	shmMin     int64
+	driverRead bool
+	warnings   int
 }
 
 // Prepare runs the start-up steps in order: wait for storage, set
 // swappiness, check (and enlarge) /dev/shm, create TMPDIR and the caches,
-// check the driver floor, write the fingerprint. Problems the workload can
+// check the driver floor. (The fingerprint and the cache GC come after the
+// command has started: WriteFingerprint, CollectGarbage.) Problems the workload can
 // live with are logged as one warning each (with what to do) through the
 // logger in ctx; the returned error is set only when the container must not
 // start: required storage never came (*StorageNotReadyError, exit 75), the
@@ -47,7 +49,7 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 		return nil, err
 	}
 	log := logs.From(ctx)
-	p := &Prepared{Env: append([]string(nil), env...), started: time.Now()}
+	p := &Prepared{Env: append([]string(nil), env...), started: time.Now(), cfg: cfg, opts: o}
 	warn := func(msg string) {
 		p.warnings++
 		log.Warn(msg)
@@ -80,17 +82,16 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 	}
 
 	p.shmMin = cfg.MinShmBytes
-	shmPath := cfg.ShmPath
-	if shmPath == "" {
-		shmPath = DefaultShmPath
-	}
-	if shm, err := ensureShm(shmPath, cfg.MinShmBytes); err != nil {
-		if cfg.MinShmBytes > 0 {
-			warn(err.Error() + fmt.Sprintf("; the image needs %s of shared memory there: mount a tmpfs at %s (--shm-size=%s)", humanSize(cfg.MinShmBytes), shmPath, lowerSize(humanSize(cfg.MinShmBytes))))
+	if cfg.MinShmBytes > 0 {
+		shmPath := cfg.ShmPath
+		if shmPath == "" {
+			shmPath = DefaultShmPath
 		}
-		p.Shm = &shm
-	} else {
-		if shm.Advice != "" {
+		shm, err := ensureShm(shmPath, cfg.MinShmBytes)
+		switch {
+		case err != nil:
+			warn(fmt.Sprintf("%v; the image needs %s of shared memory there: mount a tmpfs at %s (--shm-size=%s)", err, humanSize(cfg.MinShmBytes), shmPath, lowerSize(humanSize(cfg.MinShmBytes))))
+		case shm.Advice != "":
 			warn(shm.Advice)
 		}
 		p.Shm = &shm
@@ -121,27 +122,20 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 		p.gcRoots = gcRoots(p.Caches, o.tmp, tmp)
 	}
 
-	p.Driver, err = ReadDriver(o.proc, o.dev)
-	if err != nil {
-		warn(err.Error() + "; the driver check is skipped")
-	}
-	if err := checkDriver(cfg, p.Driver); err != nil {
-		var old *DriverTooOldError
-		if errors.As(err, &old) && cfg.DriverPolicy == "fail" {
-			return p, err
+	if cfg.DriverFloor != "" {
+		p.Driver, err = ReadDriver(o.proc, o.dev)
+		p.driverRead = err == nil
+		if err != nil {
+			warn(err.Error() + "; the driver check is skipped")
+		} else if err := checkDriver(cfg, p.Driver); err != nil {
+			var old *DriverTooOldError
+			if errors.As(err, &old) && cfg.DriverPolicy == "fail" {
+				return p, err
+			}
+			warn(err.Error())
 		}
-		warn(err.Error())
 	}
 
-	p.Fingerprint = collectFingerprint(cfg, p.Env, p.Storage, *p.Shm, p.Driver, p.Caches, o)
-	if cfg.FingerprintPath != "" {
-		path := where(cfg.FingerprintPath)
-		if err := writeFingerprint(path, p.Fingerprint); err != nil {
-			warn(err.Error() + "; the platform will not find this container's fingerprint: make the directory writable or set " + EnvFingerprint)
-		} else {
-			p.FingerprintPath = path
-		}
-	}
 	return p, nil
 }
 
@@ -164,6 +158,42 @@ func checkDriver(cfg Config, d Driver) error {
 		return &DriverTooOldError{Found: d.Version, Floor: cfg.DriverFloor, CUDA: cfg.Image.CUDA}
 	}
 	return nil
+}
+
+// WriteFingerprint collects the environment fingerprint and writes it where
+// the config says (relocated like the caches when optional storage never
+// came). It returns the fingerprint and the path written, "" when the config
+// names none. The init runs it beside the command: nothing in it has to
+// happen before the command starts.
+func (p *Prepared) WriteFingerprint(ctx context.Context) (Fingerprint, string, error) {
+	drv := p.Driver
+	if !p.driverRead {
+		drv, _ = ReadDriver(p.opts.proc, p.opts.dev)
+	}
+	fp := collectFingerprint(p.cfg, p.Env, p.Storage, p.shmForFingerprint(), drv, p.Caches, p.opts)
+	if p.cfg.FingerprintPath == "" {
+		return fp, "", nil
+	}
+	path := p.cfg.FingerprintPath
+	if p.Storage.Configured && !p.Storage.Ready {
+		path = relocate(filepath.Clean(path), p.Storage.Root, p.opts.fallback)
+	}
+	if err := writeFingerprint(path, fp); err != nil {
+		return fp, "", fmt.Errorf("%w; the platform will not find this container's fingerprint: make the directory writable or set %s", err, EnvFingerprint)
+	}
+	return fp, path, nil
+}
+
+func (p *Prepared) shmForFingerprint() ShmResult {
+	if p.Shm != nil && p.Shm.Path != "" {
+		return *p.Shm
+	}
+	path := p.cfg.ShmPath
+	if path == "" {
+		path = DefaultShmPath
+	}
+	r, _ := MeasureShm(path)
+	return r
 }
 
 // CollectGarbage trims the compile caches by the configured age and size.

@@ -75,6 +75,9 @@ func TestPrepareCachesOnStorage(t *testing.T) {
 	if p.Swappiness == nil || !p.Swappiness.Changed || p.Swappiness.Before != 60 {
 		t.Errorf("Swappiness = %+v", p.Swappiness)
 	}
+	if _, path, err := p.WriteFingerprint(context.Background()); err != nil || path != filepath.Join(storage, "fp/fingerprint.json") {
+		t.Fatalf("WriteFingerprint = %q, %v", path, err)
+	}
 	fp, err := ReadFingerprint(filepath.Join(storage, "fp/fingerprint.json"))
 	if err != nil {
 		t.Fatalf("fingerprint: %v", err)

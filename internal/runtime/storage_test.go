@@ -14,7 +14,7 @@ import (
 
 // fakeMounts writes <proc>/self/mountinfo with the root and, if storage is
 // set, a mount at storage.
-func fakeMounts(t *testing.T, proc, storage string) {
+func fakeMounts(t testing.TB, proc, storage string) {
 	t.Helper()
 	s := "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
 	if storage != "" {

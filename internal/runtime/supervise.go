@@ -106,22 +106,26 @@ func (p *Process) Context(ctx context.Context) (context.Context, func() (syscall
 	}
 }
 
-// Run starts argv with env as the init's child, forwards signals to it,
-// reaps every child that exits (the command's orphans included) and returns
-// the command's exit code: its own status, or 128+n when a signal killed it.
-// After a terminating signal, the command's process group is killed once
-// grace has passed; grace <= 0 means DefaultGracePeriod.
+// Run starts argv with env as the init's child and supervises it until it
+// exits; see Start and Wait.
 func (p *Process) Run(ctx context.Context, argv, env []string, grace time.Duration) (int, error) {
-	log := logs.From(ctx)
-	if len(argv) == 0 {
-		return 0, errors.New("no command to run")
+	pid, code, err := p.Start(ctx, argv, env)
+	if err != nil {
+		return code, err
 	}
-	if grace <= 0 {
-		grace = DefaultGracePeriod
+	return p.Wait(ctx, pid, grace), nil
+}
+
+// Start starts argv with env as the init's child, in its own process group
+// (in the terminal's foreground when the init has one). When it cannot be
+// started, the returned code is 127 (not found) or 126 (not executable).
+func (p *Process) Start(ctx context.Context, argv, env []string) (pid, code int, err error) {
+	if len(argv) == 0 {
+		return 0, 127, errors.New("no command to run")
 	}
 	path, err := lookPath(argv[0], env)
 	if err != nil {
-		return 127, err
+		return 0, 127, err
 	}
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if foregroundTerminal(0) {
@@ -129,7 +133,7 @@ func (p *Process) Run(ctx context.Context, argv, env []string, grace time.Durati
 		// ^C from the terminal then reaches the command once, not twice.
 		attr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
 	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+	pid, err = syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   attr,
@@ -139,12 +143,27 @@ func (p *Process) Run(ctx context.Context, argv, env []string, grace time.Durati
 		if errors.Is(err, syscall.ENOENT) {
 			code = 127
 		}
-		return code, fmt.Errorf("starting %s: %w", argv[0], err)
+		return 0, code, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
-	log.Debug("started", "pid", pid, "command", argv)
+	logs.From(ctx).Debug("started", "pid", pid, "command", argv)
+	return pid, 0, nil
+}
 
+// Wait forwards signals to pid, reaps every child that exits (the command's
+// orphans included) and returns the command's exit code: its own status, or
+// 128+n when signal n killed it. After a terminating signal, the command's
+// process group is killed once grace has passed; grace <= 0 means
+// DefaultGracePeriod.
+func (p *Process) Wait(ctx context.Context, pid int, grace time.Duration) int {
+	log := logs.From(ctx)
+	if grace <= 0 {
+		grace = DefaultGracePeriod
+	}
 	var killTimer <-chan time.Time
 	for {
+		if code, done := reap(pid); done {
+			return code
+		}
 		select {
 		case s := <-p.forward:
 			sig := s.(syscall.Signal)
@@ -160,9 +179,6 @@ func (p *Process) Run(ctx context.Context, argv, env []string, grace time.Durati
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		case <-p.chld:
-		}
-		if code, done := reap(pid); done {
-			return code, nil
 		}
 	}
 }

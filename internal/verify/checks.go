@@ -381,8 +381,8 @@ func compileCheck(cold, warm compileOut, coldErr, warmErr error, secs float64) C
 		return c
 	}
 	c.Value = fmt.Sprintf("cold %.2f s, warm %.2f s", cold.FirstCallS, warm.FirstCallS)
-	c.Detail = fmt.Sprintf("first compiled call on %s; cache %s; cold counters %v %v, warm counters %v %v",
-		cold.Device, cold.CacheDir, cold.Inductor, cold.AOTAutograd, warm.Inductor, warm.AOTAutograd)
+	c.Detail = fmt.Sprintf("first compiled call on %s; processes: cold import %.2f s, total %.2f s; warm import %.2f s, total %.2f s; cache %s; cold counters %v %v, warm counters %v %v",
+		cold.Device, cold.ImportS, cold.TotalS, warm.ImportS, warm.TotalS, cold.CacheDir, cold.Inductor, cold.AOTAutograd, warm.Inductor, warm.AOTAutograd)
 	switch {
 	case !cold.OK || !warm.OK:
 		c.Status = Fail

@@ -1,17 +1,200 @@
 package cmd
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/lock"
+	"imagectl/internal/sign"
+	"imagectl/internal/verify"
 )
 
-// STUB: replaced by the stage that owns "verify".
+type verifyFlags struct {
+	out       outputFlag
+	lockPath  string
+	runtime   string
+	python    string
+	from      string
+	storage   string
+	gpus      string
+	shmSize   string
+	podArgs   []string
+	jobLog    string
+	namespace string
+	claim     string
+	iters     int
+	warmup    int
+	sign      bool
+	key       string
+}
+
 func newVerifyCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "verify",
-		Short:  "(not built yet)",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("verify is not built yet") },
+	var f verifyFlags
+	cmd := &cobra.Command{
+		Use:   "verify IMAGE@DIGEST --lock LOCK",
+		Short: "Verify an image on real GPUs against its lock",
+		Long: `Verify proves that an image does what its lock says. Host facts come from
+NVML (driver >= the locked floor, GPU count and names, compute capability within
+the torch wheel's archs, MIG, NVLink); Python probes run inside the image check
+the interpreter and the wheel set, torch/CUDA/cuDNN/NCCL versions,
+torch.cuda.is_available(), an NCCL all-reduce over every GPU (sum and bus
+bandwidth against verify.min_busbw_gbps), torch.compile cache reuse across two
+processes, /dev/shm, TMPDIR, the cache paths and the init's fingerprint.
+
+Runtimes:
+  in-place    imagectl runs inside the image (a CI job on a GPU runner)
+  podman      a fresh container per probe (docker: --runtime docker)
+  kubernetes  prints a ConfigMap + batch/v1 Job for a GPU node; give the Job's
+              log back with --job-log to evaluate it
+
+Exit codes: 0 passed, 4 a check failed, 7 verification could not run.`,
+		Example: `  # inside the image, on a GPU runner
+  imagectl verify reg.example/team/pytorch@sha256:... --lock images/pytorch-2.6-cu118-py3.11/lock.json
+
+  # a fresh container per probe, GPUs through CDI, storage mounted
+  imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime podman --storage /mnt/storage
+
+  # the Job for a GPU fleet, then its log
+  imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime kubernetes | kubectl apply -f -
+  kubectl logs job/imagectl-verify-0123456789ab > job.log
+  imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime kubernetes --job-log job.log --sign --key cosign.key`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVerify(cmd, args[0], &f)
+		},
 	}
+	fl := cmd.Flags()
+	addOutputFlag(cmd, &f.out)
+	fl.StringVar(&f.lockPath, "lock", "", "the image's lock file (required)")
+	fl.StringVar(&f.runtime, "runtime", "in-place", "in-place, podman, docker or kubernetes")
+	fl.StringVar(&f.python, "python", "", "the image's Python (default: /opt/venv/bin/python if present, else python3)")
+	fl.StringVar(&f.from, "from", "", "podman/docker: what to run instead of IMAGE@DIGEST, e.g. oci:DIR or oci-archive:FILE")
+	fl.StringVar(&f.storage, "storage", "", "podman/docker: host folder mounted at the lock's runtime.storage.path")
+	fl.StringVar(&f.gpus, "gpus", "cdi", "podman/docker: how GPUs are passed: cdi (--device nvidia.com/gpu=all) or docker (--gpus all)")
+	fl.StringVar(&f.shmSize, "shm-size", "", "podman/docker: --shm-size; kubernetes: /dev/shm size limit (default: the lock's min_shm_bytes, at least 1Gi)")
+	fl.StringArrayVar(&f.podArgs, "podman-arg", nil, "podman/docker: extra argument for `run` (repeatable)")
+	fl.StringVar(&f.jobLog, "job-log", "", "kubernetes: evaluate this Job log instead of printing the manifest")
+	fl.StringVar(&f.namespace, "namespace", "", "kubernetes: namespace of the Job")
+	fl.StringVar(&f.claim, "storage-claim", "", "kubernetes: PersistentVolumeClaim for the storage (default: an emptyDir)")
+	fl.IntVar(&f.iters, "iters", 20, "timed all-reduce iterations")
+	fl.IntVar(&f.warmup, "warmup", 5, "warm-up all-reduce iterations")
+	fl.BoolVar(&f.sign, "sign", false, "sign the result as an in-toto attestation on the image (needs --key)")
+	fl.StringVar(&f.key, "key", "", "cosign private key for --sign; password from IMAGECTL_SIGNING_PASSWORD or COSIGN_PASSWORD")
+	_ = cmd.MarkFlagRequired("lock")
+	return cmd
+}
+
+func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
+	asJSON, err := f.out.json()
+	if err != nil {
+		return err
+	}
+	ref, err := name.NewDigest(image)
+	if err != nil {
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%q: verify takes an image by digest (repo@sha256:...): %w", image, err))
+	}
+	if f.sign && f.key == "" {
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--sign needs --key"))
+	}
+	l, err := lock.Read(f.lockPath)
+	if err != nil {
+		return err
+	}
+	opts := []verify.Option{verify.WithImage(ref), verify.WithAllReduceIters(f.iters, f.warmup)}
+	switch f.runtime {
+	case "in-place":
+		opts = append(opts, verify.WithRuntime(&verify.InPlace{Python: f.python}))
+	case "podman", "docker":
+		opts = append(opts, verify.WithRuntime(podmanRuntime(f, ref, l)))
+	case "kubernetes":
+		if f.jobLog == "" {
+			return printJob(cmd.OutOrStdout(), l, ref, f)
+		}
+		b, err := os.ReadFile(f.jobLog)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, verify.WithRuntime(&verify.Recorded{Log: b}), verify.WithGPUProber(nil))
+	default:
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--runtime %q: want in-place, podman, docker or kubernetes", f.runtime))
+	}
+	res, verr := verify.Run(cmd.Context(), l, opts...)
+	if res != nil {
+		if err := printResult(cmd.OutOrStdout(), res, asJSON); err != nil {
+			return err
+		}
+		if f.sign {
+			if err := signResult(cmd, ref, res, f.key); err != nil {
+				return err
+			}
+		}
+	}
+	return verr
+}
+
+func podmanRuntime(f *verifyFlags, ref name.Digest, l *lock.Lock) *verify.Podman {
+	p := &verify.Podman{Binary: f.runtime, Image: ref.String(), Python: f.python, ShmSize: f.shmSize,
+		Storage: f.storage, StoragePath: l.Runtime.Storage.Path, ExtraArgs: f.podArgs}
+	if f.from != "" {
+		p.Image = f.from
+	}
+	if f.gpus == "docker" {
+		p.GPUFlags = []string{"--gpus", "all"}
+	}
+	return p
+}
+
+func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags) error {
+	cm, job, err := verify.RenderJob(l, ref, verify.JobConfig{Namespace: f.namespace, StorageClaim: f.claim,
+		Python: f.python, ShmSize: f.shmSize, Iters: f.iters, Warmup: f.warmup})
+	if err != nil {
+		return err
+	}
+	b, err := verify.MarshalJob(cm, job)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+func signResult(cmd *cobra.Command, ref name.Digest, res *verify.Result, key string) error {
+	pred, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	pw, _ := sign.PasswordFromEnv()
+	if err := sign.Attest(cmd.Context(), ref, verify.PredicateType, pred, sign.WithKey(key, pw)); err != nil {
+		return fmt.Errorf("signing the verification result: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "signed the verification result of %s (%s)\n", ref, verify.PredicateType)
+	return nil
+}
+
+func printResult(w io.Writer, res *verify.Result, asJSON bool) error {
+	if asJSON {
+		return writeJSON(w, res)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tSTATUS\tVALUE\tTHRESHOLD\tSECONDS\tDETAIL")
+	for _, c := range res.Checks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\n", c.Name, c.Status, c.Value, c.Threshold, c.Seconds, c.Detail)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	verdict := "PASSED"
+	if !res.Passed {
+		verdict = "FAILED"
+	}
+	_, err := fmt.Fprintf(w, "%s %s on %s (%s runtime, %d GPU(s), driver %s) in %s\n",
+		verdict, res.Image, res.Host.Hostname, res.Runtime, len(res.Host.GPUs), res.Host.DriverVersion, res.Duration)
+	return err
 }

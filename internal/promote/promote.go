@@ -298,3 +298,29 @@ func head(ref name.Reference, ro []remote.Option) (string, error) {
 	}
 	return d.Digest.String(), nil
 }
+
+// RunAll runs Run for every images/<name>/releases.json under dir, in name
+// order. Each release file is gated on its own: a refusal in one stops
+// nothing in another. The error joins every file's error.
+func RunAll(ctx context.Context, dir string, opts ...Option) ([]*Result, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*", FileName))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no release files (%s) under %s", filepath.Join("*", FileName), dir)
+	}
+	sort.Strings(paths)
+	var results []*Result
+	var errs []error
+	for _, p := range paths {
+		res, err := Run(ctx, p, opts...)
+		if res != nil {
+			results = append(results, res)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	return results, errors.Join(errs...)
+}

@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -43,7 +44,7 @@ func newPromoteCmd() *cobra.Command {
 		lockPath  string
 	)
 	cmd := &cobra.Command{
-		Use:   "promote NAME|RELEASE_FILE",
+		Use:   "promote NAME|RELEASE_FILE|IMAGES_DIR",
 		Short: "Reconcile the release repository to images/NAME/releases.json (dry run unless --confirm)",
 		Long: `Promote reads the release file (images/NAME/releases.json: digests and their
 release tags, plus moving tags) and reconciles the release repository to it.
@@ -61,9 +62,12 @@ Then images are copied by digest (blobs mounted across repositories, not
 uploaded again), their .sig and .att tags along, and tags are set last, so
 no tag ever points at a partly copied image. Tags not in the file stay.
 Without --confirm nothing is written: the plan is printed. A second run does
-nothing; an interrupted run completes when run again.`,
+nothing; an interrupted run completes when run again. Given a directory,
+promote reconciles every <dir>/*/releases.json, each gated on its own.
+--output json prints a list of results (one per release file).`,
 		Example: `  imagectl promote pytorch-2.6-cu124                       # dry run: gates and plan
   imagectl promote pytorch-2.6-cu124 --confirm
+  imagectl promote images/ --confirm --key signing.pub --verifier-key verifier.pub
   imagectl promote images/pytorch-2.6-cu124/releases.json --key keys/cosign.pub --verifier-key keys/verifier.pub -o json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,19 +79,31 @@ nothing; an interrupted run completes when run again.`,
 			if lockPath != "" {
 				opts = append(opts, promote.WithLockFile(lockPath))
 			}
-			res, err := promote.Run(cmd.Context(), releaseFilePath(imagesDir, args[0]), opts...)
-			if res != nil {
-				if asJSON {
-					if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
-						return werr
-					}
-				} else {
+			var results []*promote.Result
+			if st, serr := os.Stat(args[0]); serr == nil && st.IsDir() {
+				results, err = promote.RunAll(cmd.Context(), args[0], opts...)
+			} else {
+				var res *promote.Result
+				res, err = promote.Run(cmd.Context(), releaseFilePath(imagesDir, args[0]), opts...)
+				if res != nil {
+					results = append(results, res)
+				}
+			}
+			if asJSON {
+				if results == nil {
+					results = []*promote.Result{}
+				}
+				if werr := writeJSON(cmd.OutOrStdout(), results); werr != nil {
+					return werr
+				}
+			} else {
+				for _, res := range results {
 					printPlan(cmd, res)
 				}
 			}
 			var re *promote.RefusedError
-			if err != nil && !errors.As(err, &re) && res != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "interrupted: run the same command again to complete; no tag points at a partial image")
+			if err != nil && !errors.As(err, &re) && len(results) > 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "not finished: run the same command again to complete; no tag points at a partial image")
 			}
 			return err
 		},

@@ -7,6 +7,12 @@
 //	imagectl-init doctor [--output json]
 //
 // See docs/init.md.
+
+// GOMAXPROCS does not matter to an init that mostly waits: skip reading the
+// cgroup limits at start-up and the periodic re-check.
+//
+//go:debug containermaxprocs=0
+//go:debug updatemaxprocs=0
 package main
 
 import (

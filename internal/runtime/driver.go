@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,8 +33,6 @@ type GPU struct {
 	// CUDA cannot open the GPU.
 	DeviceNode bool `json:"device_node"`
 }
-
-var versionRE = regexp.MustCompile(`\b(\d+\.\d+(?:\.\d+)?)\b`)
 
 // ReadDriver reads the driver version from <proc>/driver/nvidia/version and
 // the GPUs from <proc>/driver/nvidia/gpus/*/information, and checks the
@@ -79,9 +76,11 @@ func parseDriverVersion(s string) (string, error) {
 	if _, rest, ok := strings.Cut(line, "Module"); ok {
 		line = rest
 	}
-	for _, m := range versionRE.FindAllString(line, -1) {
-		if _, err := parseVersion(m); err == nil && strings.Count(m, ".") >= 1 {
-			return m, nil
+	for _, f := range strings.Fields(line) {
+		if strings.Contains(f, ".") {
+			if _, err := parseVersion(f); err == nil {
+				return f, nil
+			}
 		}
 	}
 	return "", fmt.Errorf("no driver version in %q", strings.TrimSpace(line))

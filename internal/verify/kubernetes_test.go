@@ -1,0 +1,155 @@
+package verify
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+func TestRenderJob(t *testing.T) {
+	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
+	cm, job, err := RenderJob(l, testRef, JobConfig{Namespace: "gpu-verify", StorageClaim: "verify-storage"})
+	if err != nil {
+		t.Fatalf("RenderJob() error = %v", err)
+	}
+	got, err := MarshalJob(cm, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "testdata/job.golden.yaml"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), string(got)); d != "" {
+		t.Errorf("RenderJob() manifest differs from %s (-want +got):\n%s", golden, d)
+	}
+
+	// Decode the stream back into the API types, strictly.
+	docs := strings.Split(string(got), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("manifest has %d documents, want 2", len(docs))
+	}
+	var cm2 corev1.ConfigMap
+	var job2 batchv1.Job
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &cm2); err != nil {
+		t.Fatalf("ConfigMap: %v", err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &job2); err != nil {
+		t.Fatalf("Job: %v", err)
+	}
+	c := job2.Spec.Template.Spec.Containers[0]
+	if c.Image != testRef.String() {
+		t.Errorf("image %q, want %q", c.Image, testRef.String())
+	}
+	if q := c.Resources.Limits[GPUResource]; q.Value() != 2 {
+		t.Errorf("nvidia.com/gpu limit %s, want 2 (verify.min_gpus)", q.String())
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range job2.Spec.Template.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	if v := vols["dshm"]; v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory || v.EmptyDir.SizeLimit.String() != "1Gi" {
+		t.Errorf("dshm volume = %+v, want a 1Gi memory-backed emptyDir", v)
+	}
+	if v := vols["storage"]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "verify-storage" {
+		t.Errorf("storage volume = %+v, want the claim verify-storage", v)
+	}
+	if len(c.Command) != 0 {
+		t.Errorf("command %v overrides the image's entrypoint (the init); want args only", c.Command)
+	}
+	for _, s := range []string{"env.py", "torchinfo.py", "allreduce.py", "compile.py", "run.sh"} {
+		if cm2.Data[s] == "" {
+			t.Errorf("ConfigMap lacks %s", s)
+		}
+	}
+	if !strings.Contains(cm2.Data["run.sh"], "--bytes 268435456") || !strings.Contains(cm2.Data["run.sh"], "--phase warm") {
+		t.Errorf("run.sh does not run the all-reduce and the warm compile:\n%s", cm2.Data["run.sh"])
+	}
+}
+
+func TestRenderJobCPUOnly(t *testing.T) {
+	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
+	l.Verify.CPUOnly = true
+	l.Runtime.Storage.Path = ""
+	cm, job, err := RenderJob(l, testRef, JobConfig{})
+	if err != nil {
+		t.Fatalf("RenderJob() error = %v", err)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if _, ok := c.Resources.Limits[GPUResource]; ok {
+		t.Errorf("CPU-only Job asks for GPUs: %v", c.Resources.Limits)
+	}
+	if strings.Contains(cm.Data["run.sh"], "allreduce.py") {
+		t.Errorf("CPU-only run.sh runs the all-reduce")
+	}
+}
+
+func TestValidateJobRejects(t *testing.T) {
+	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
+	for _, tc := range []struct {
+		name string
+		edit func(*corev1.ConfigMap, *batchv1.Job)
+		want string
+	}{
+		{"tag instead of digest", func(_ *corev1.ConfigMap, j *batchv1.Job) {
+			j.Spec.Template.Spec.Containers[0].Image = "reg/pytorch:latest"
+		}, "not pinned by digest"},
+		{"disk-backed shm", func(_ *corev1.ConfigMap, j *batchv1.Job) {
+			for i := range j.Spec.Template.Spec.Volumes {
+				if j.Spec.Template.Spec.Volumes[i].Name == "dshm" {
+					j.Spec.Template.Spec.Volumes[i].EmptyDir.Medium = corev1.StorageMediumDefault
+				}
+			}
+		}, "memory-backed"},
+		{"restart always", func(_ *corev1.ConfigMap, j *batchv1.Job) {
+			j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+		}, "restartPolicy"},
+		{"bad name", func(_ *corev1.ConfigMap, j *batchv1.Job) { j.Name = "Imagectl_Verify" }, "Imagectl_Verify"},
+		{"unknown volume", func(_ *corev1.ConfigMap, j *batchv1.Job) {
+			j.Spec.Template.Spec.Containers[0].VolumeMounts[0].Name = "nope"
+		}, "unknown volume"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cm, job, err := RenderJob(l, testRef, JobConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(cm, job)
+			err = ValidateJob(cm, job)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ValidateJob() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPodmanArgs(t *testing.T) {
+	p := &Podman{Image: "127.0.0.1:5000/demo@sha256:" + strings.Repeat("ab", 32), Storage: "/mnt/s", StoragePath: "/storage"}
+	got := p.Args("/tmp/probes", Probe{Script: "env.py", Args: []string{"--fingerprint", "/storage/fp.json"}, GPU: true})
+	want := []string{"run", "--rm", "--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+		"--shm-size", "1g", "--device", "nvidia.com/gpu=all", "-v", "/tmp/probes:/imagectl-probes:ro", "-v", "/mnt/s:/storage",
+		"--tls-verify=false", p.Image, "python3", "/imagectl-probes/env.py", "--fingerprint", "/storage/fp.json"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Podman.Args() (-want +got):\n%s", d)
+	}
+	p = &Podman{Binary: "docker", Image: "oci:/x", GPUFlags: []string{"--gpus", "all"}, Ulimits: []string{}}
+	got = p.Args("/p", Probe{Script: "torchinfo.py"})
+	want = []string{"run", "--rm", "--network=none", "--shm-size", "1g", "-v", "/p:/imagectl-probes:ro", "oci:/x", "python3", "/imagectl-probes/torchinfo.py"}
+	if d := cmp.Diff(want, got); d != "" || p.Name() != "docker" {
+		t.Errorf("Podman.Args() docker, no GPU (-want +got):\n%s", d)
+	}
+}

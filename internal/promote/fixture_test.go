@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/sigstore/sigstore/pkg/signature"
 
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
@@ -42,9 +43,12 @@ type fixture struct {
 	other   keys
 }
 
-type keys struct{ priv, pub string }
+type keys struct {
+	priv, pub string
+	sv        signature.SignerVerifier // the private key, decrypted once
+}
 
-func (k keys) opt() sign.Option { return sign.WithKey(k.priv, []byte(password)) }
+func (k keys) opt() sign.Option { return sign.WithSigner(k.sv) }
 
 var cachedKeys []keys
 
@@ -59,7 +63,11 @@ func newKeys(t testing.TB, n int) []keys {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cachedKeys = append(cachedKeys, keys{priv, pub})
+		sv, err := sign.LoadSigner(context.Background(), sign.WithKey(priv, []byte(password)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cachedKeys = append(cachedKeys, keys{priv, pub, sv})
 	}
 	return cachedKeys[:n]
 }

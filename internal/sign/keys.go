@@ -71,8 +71,20 @@ func GenerateKeyPair(dir string, password []byte) (privPath, pubPath string, err
 // ErrNoKey is returned by Sign and Attest without WithKey or WithKMS.
 var ErrNoKey = errors.New("no signing key: give a key file (WithKey) or a KMS URI (WithKMS)")
 
+// LoadSigner opens the signer that opts select (WithKey, WithKMS or
+// WithSigner), so that several Sign and Attest calls decrypt the key once.
+func LoadSigner(ctx context.Context, opts ...Option) (signature.SignerVerifier, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return o.signer(ctx)
+}
+
 func (o *options) signer(ctx context.Context) (signature.SignerVerifier, error) {
 	switch {
+	case o.sv != nil:
+		return o.sv, nil
 	case o.keyPath != "" && o.kmsURI != "":
 		return nil, errors.New("both a key file and a KMS URI were given: choose one")
 	case o.keyPath != "":

@@ -13,12 +13,14 @@ import (
 	"errors"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore/pkg/signature"
 )
 
 // Option configures Sign, Attest and the Verify functions.
 type Option func(*options) error
 
 type options struct {
+	sv       signature.SignerVerifier
 	keyPath  string
 	password []byte
 	kmsURI   string
@@ -86,6 +88,19 @@ func WithOffline(offline bool) Option {
 func WithRemoteOptions(opts ...remote.Option) Option {
 	return func(o *options) error {
 		o.remote = append(o.remote, opts...)
+		return nil
+	}
+}
+
+// WithSigner signs with an already opened signer (for example one loaded
+// once for several calls with LoadSigner). It takes precedence over WithKey
+// and WithKMS. The default is none.
+func WithSigner(sv signature.SignerVerifier) Option {
+	return func(o *options) error {
+		if sv == nil {
+			return errors.New("signer is nil")
+		}
+		o.sv = sv
 		return nil
 	}
 }

@@ -171,6 +171,11 @@ func cutDigest(d string) (alg, hex string, ok bool) {
 // SPDX SBOM, SLSA provenance) with the key in opts: what `imagectl sign`
 // and `imagectl build --sign` do.
 func SignAndAttest(ctx context.Context, ref name.Digest, l *lock.Lock, b Builder, opts ...Option) error {
+	sv, err := LoadSigner(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, WithSigner(sv))
 	if err := Sign(ctx, ref, opts...); err != nil {
 		return err
 	}

@@ -1,0 +1,75 @@
+package promote_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"imagectl/internal/promote"
+)
+
+func TestParseStrict(t *testing.T) {
+	d1 := "sha256:" + strings.Repeat("1", 64)
+	good := `{"schema_version":1,"image":"x","repository":"r.example/ml/x",
+	  "releases":[{"source":"r.example/s/x@` + d1 + `","tags":["1.0-2026.12"],"month":"2026-12"}],
+	  "moving":{"1.0":"` + d1 + `"}}`
+	if _, err := promote.Parse("good", []byte(good)); err != nil {
+		t.Fatalf("Parse(good) = %v", err)
+	}
+	for _, tc := range []struct{ name, from, to string }{
+		{"unknown field", `"image":"x"`, `"image":"x","extra":1`},
+		{"schema version", `"schema_version":1`, `"schema_version":2`},
+		{"no image", `"image":"x"`, `"image":""`},
+		{"bad month", `"2026-12"`, `"2026-13"`},
+		{"bad tag", `"1.0-2026.12"`, `"1.0 2026"`},
+		{"no tags", `"tags":["1.0-2026.12"]`, `"tags":[]`},
+		{"reserved tag", `"1.0-2026.12"`, `"sha256-abc.sig"`},
+		{"moving to unknown digest", `"1.0":"` + d1 + `"`, `"1.0":"sha256:` + strings.Repeat("2", 64) + `"`},
+		{"moving tag is a release tag", `"1.0":"`, `"1.0-2026.12":"`},
+		{"trailing data", `}}`, `}} {}`},
+		{"bad repository", `"repository":"r.example/ml/x"`, `"repository":"R!"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := strings.Replace(good, tc.from, tc.to, 1)
+			if in == good {
+				t.Fatalf("test case does not change the input")
+			}
+			_, err := promote.Parse("bad", []byte(in))
+			var fe *promote.FormatError
+			if !errors.As(err, &fe) {
+				t.Errorf("Parse(%s) = %v, want a FormatError", tc.name, err)
+			}
+		})
+	}
+	// A tag as source parses (the digest gate refuses it, naming the gate).
+	tagSrc := strings.Replace(good, "@"+d1, ":candidate", 1)
+	tagSrc = strings.Replace(tagSrc, `,
+	  "moving":{"1.0":"`+d1+`"}`, "", 1)
+	if _, err := promote.Parse("tag source", []byte(tagSrc)); err != nil {
+		t.Errorf("Parse(tag source) = %v, want nil (refused later by the digest gate)", err)
+	}
+}
+
+func TestRecordIdempotent(t *testing.T) {
+	path := t.TempDir() + "/releases.json"
+	r := promote.Release{Source: "r.example/s/x@sha256:" + strings.Repeat("1", 64), Month: "2026-12", Tags: []string{"a"}}
+	for i := 0; i < 2; i++ {
+		if err := promote.Record(path, "x", "r.example/ml/x", r, "m"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := mustRead(t, path)
+	if len(f.Releases) != 1 || f.Moving["m"] != "sha256:"+strings.Repeat("1", 64) {
+		t.Errorf("after recording twice: %+v", f)
+	}
+	if err := promote.Record(path, "y", "r.example/ml/x", r); err == nil {
+		t.Error("Record into another image's file = nil, want an error")
+	}
+	r2 := promote.Release{Source: "r.example/s/x@sha256:" + strings.Repeat("2", 64), Month: "2026-12", Tags: []string{"a"}}
+	if err := promote.Record(path, "x", "r.example/ml/x", r2); err == nil {
+		t.Error("Record reusing a release tag = nil, want an error")
+	}
+	if err := promote.Record(path, "x", "r.example/ml/x", promote.Release{Source: "r.example/s/x:tag", Month: "2026-12", Tags: []string{"b"}}); err == nil {
+		t.Error("Record of a tag = nil, want an error")
+	}
+}

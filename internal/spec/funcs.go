@@ -1,6 +1,10 @@
 package spec
 
 import (
+	"errors"
+	"regexp"
+
+	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
@@ -20,9 +24,8 @@ var functions = map[string]function.Function{
 	"element":       stdlib.ElementFunc,
 	"flatten":       stdlib.FlattenFunc,
 	"floor":         stdlib.FloorFunc,
-	"format":        stdlib.FormatFunc,
-	"formatlist":    stdlib.FormatListFunc,
-	"indent":        stdlib.IndentFunc,
+	"format":        limitWidth(stdlib.FormatFunc),
+	"formatlist":    limitWidth(stdlib.FormatListFunc),
 	"join":          stdlib.JoinFunc,
 	"jsonencode":    stdlib.JSONEncodeFunc,
 	"keys":          stdlib.KeysFunc,
@@ -59,4 +62,27 @@ func FunctionNames() []string {
 	}
 	sortStrings(ns)
 	return ns
+}
+
+// wideRE matches a format verb with a width or precision of five digits or
+// more.
+var wideRE = regexp.MustCompile(`%[^a-zA-Z%]*[0-9]{5,}`)
+
+// limitWidth wraps format and formatlist so that a spec cannot ask for a
+// gigabyte of padding ("%999999999d").
+func limitWidth(f function.Function) function.Function {
+	return function.New(&function.Spec{
+		Description: f.Description(),
+		Params:      f.Params(),
+		VarParam:    f.VarParam(),
+		Type: func(args []cty.Value) (cty.Type, error) {
+			return f.ReturnTypeForValues(args)
+		},
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			if len(args) > 0 && args[0].IsKnown() && !args[0].IsNull() && args[0].Type() == cty.String && wideRE.MatchString(args[0].AsString()) {
+				return cty.NilVal, errors.New("format widths and precisions above 9999 are not supported")
+			}
+			return f.Call(args)
+		},
+	})
 }

@@ -435,6 +435,26 @@ printf 'Model: \t\t Tesla T4\nBus Location: \t 0000:19:00.0\nDevice Minor: \t 0\
 	}
 }
 
+func TestFingerprintBeforeCommand(t *testing.T) {
+	cfg := map[string]any{"fingerprint_path": "STORAGE/fp/fingerprint.json", "image": map[string]any{"cuda": "12.4", "torch": "2.6.0"}}
+	s := startWithStorage(t, cfg, "export IMAGECTL_IMAGE_DIGEST=sha256:abc", `cat "$DIR/storage/fp/fingerprint.json"`)
+	code, out := s.wait()
+	if code != 0 {
+		t.Fatalf("exit %d: the fingerprint was not there when the command started (stderr: %s)", code, s.stderr.String())
+	}
+	var fp struct {
+		ImageDigest string `json:"image_digest"`
+		Image       struct{ CUDA, Torch string }
+		Shm         struct{ Bytes int64 }
+	}
+	if err := json.Unmarshal([]byte(out), &fp); err != nil {
+		t.Fatalf("fingerprint %q: %v", out, err)
+	}
+	if fp.ImageDigest != "sha256:abc" || fp.Image.CUDA != "12.4" || fp.Image.Torch != "2.6.0" || fp.Shm.Bytes <= 0 {
+		t.Errorf("fingerprint = %+v", fp)
+	}
+}
+
 func TestQuietHappyPath(t *testing.T) {
 	s := start(t, map[string]any{"quiet": true, "min_shm_bytes": 1 << 20}, "", "true")
 	if code, _ := s.wait(); code != 0 || s.stderr.Len() != 0 {

@@ -19,7 +19,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
@@ -61,20 +60,18 @@ func main() {
 	if s := prep.Summary(); s != "" && !cfg.Quiet {
 		log.Info(s)
 	}
+	// The fingerprint is there before the command starts: probes read it.
+	if _, path, err := prep.WriteFingerprint(ctx); err != nil {
+		log.Warn(err.Error())
+	} else if path != "" {
+		log.Debug("fingerprint written", "path", path)
+	}
 	pid, code, err := proc.Start(ctx, args, prep.Env)
 	if err != nil {
 		fail(code, err.Error())
 	}
-	// Nothing below has to happen before the command starts.
-	fpDone := make(chan struct{})
-	go func() {
-		defer close(fpDone)
-		if _, path, err := prep.WriteFingerprint(ctx); err != nil {
-			log.Warn(err.Error())
-		} else if path != "" {
-			log.Debug("fingerprint written", "path", path)
-		}
-	}()
+	// The cache GC runs beside the command: it never delays the start, and
+	// it leaves alone anything written after the init began.
 	go func() {
 		r, err := prep.CollectGarbage(ctx)
 		if err != nil {
@@ -84,10 +81,6 @@ func main() {
 		}
 	}()
 	code = proc.Wait(ctx, pid, cfg.GracePeriod.Std())
-	select { // a command that exits at once still leaves its fingerprint
-	case <-fpDone:
-	case <-time.After(2 * time.Second):
-	}
 	os.Exit(code)
 }
 

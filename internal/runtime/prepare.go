@@ -36,8 +36,8 @@ type Prepared struct {
 
 // Prepare runs the start-up steps in order: wait for storage, set
 // swappiness, check (and enlarge) /dev/shm, create TMPDIR and the caches,
-// check the driver floor. (The fingerprint and the cache GC come after the
-// command has started: WriteFingerprint, CollectGarbage.) Problems the workload can
+// check the driver floor. (WriteFingerprint then writes the fingerprint, and
+// CollectGarbage trims the caches beside the command.) Problems the workload can
 // live with are logged as one warning each (with what to do) through the
 // logger in ctx; the returned error is set only when the container must not
 // start: required storage never came (*StorageNotReadyError, exit 75), the
@@ -163,8 +163,8 @@ func checkDriver(cfg Config, d Driver) error {
 // WriteFingerprint collects the environment fingerprint and writes it where
 // the config says (relocated like the caches when optional storage never
 // came). It returns the fingerprint and the path written, "" when the config
-// names none. The init runs it beside the command: nothing in it has to
-// happen before the command starts.
+// names none. The init runs it just before starting the command, so the
+// command (and the verify probes) can read it.
 func (p *Prepared) WriteFingerprint(ctx context.Context) (Fingerprint, string, error) {
 	drv := p.Driver
 	if !p.driverRead {

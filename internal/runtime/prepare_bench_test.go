@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// BenchmarkPrepare is the init's own work before the command starts, with
+// BenchmarkPrepare is the init's own work before the command starts
+// (Prepare and WriteFingerprint), with
 // storage ready and every step configured (swappiness already at the asked
 // value, so the host is never changed).
 func BenchmarkPrepare(b *testing.B) {
@@ -30,7 +31,11 @@ func BenchmarkPrepare(b *testing.B) {
 	env := []string{"PATH=/usr/bin:/bin", "HOME=/root"}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := Prepare(context.Background(), cfg, env, WithProcRoot(proc), WithTmpRoot(dir)); err != nil {
+		p, err := Prepare(context.Background(), cfg, env, WithProcRoot(proc), WithTmpRoot(dir))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := p.WriteFingerprint(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 	}

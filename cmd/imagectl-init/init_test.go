@@ -326,12 +326,36 @@ func TestStorageNeverAppears(t *testing.T) {
 	if strings.Contains(out, "started") {
 		t.Errorf("the command ran although required storage never came")
 	}
-	if took > 3*time.Second {
+	if took > 4*time.Second {
 		t.Errorf("gave up after %v, want about the 1s timeout", took)
 	}
 	msg := strings.TrimSpace(s.stderr.String())
 	if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, filepath.Join(s.dir, "storage")) || !strings.Contains(msg, "1s") {
 		t.Errorf("stderr %q, want one line naming the path and the 1s timeout", msg)
+	}
+}
+
+func TestSignalDuringStorageWait(t *testing.T) {
+	cfg := map[string]any{"storage": map[string]any{"path": "STORAGE", "timeout": "30s", "required": true}}
+	s := startWithStorage(t, cfg, "", "echo started")
+	pid := s.initPID()
+	time.Sleep(200 * time.Millisecond) // inside the wait
+	begin := time.Now()
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	code, out := s.wait()
+	if code != 128+15 || strings.Contains(out, "started") {
+		t.Errorf("exit %d, output %q; want 143 and the command never started", code, out)
+	}
+	if took := time.Since(begin); took > 2*time.Second {
+		t.Errorf("the init took %v to stop after SIGTERM", took)
+	}
+}
+
+func TestBadOverrideIsUsageError(t *testing.T) {
+	s := start(t, map[string]any{}, "export IMAGECTL_STORAGE_TIMEOUT=soon", "echo started")
+	code, out := s.wait()
+	if code != 2 || strings.Contains(out, "started") || !strings.Contains(s.stderr.String(), "IMAGECTL_STORAGE_TIMEOUT") {
+		t.Errorf("exit %d, output %q, stderr %q; want 2 naming the variable", code, out, s.stderr.String())
 	}
 }
 

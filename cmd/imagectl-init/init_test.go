@@ -441,6 +441,63 @@ grep -q ' /proc/sys ro' /proc/self/mountinfo || { echo "could not make /proc/sys
 	}
 }
 
+func TestSwappinessWritten(t *testing.T) {
+	have, _ := os.ReadFile("/proc/sys/vm/swappiness")
+	cfg := map[string]any{"swappiness": 10}
+	// A plain file bind-mounted over the sysctl inside the sandbox: the init
+	// writes through the real path, the host's value is never touched.
+	setup := `echo 60 > "$DIR/swappiness"; mount --bind "$DIR/swappiness" /proc/sys/vm/swappiness
+grep -q ' /proc/sys/vm/swappiness ' /proc/self/mountinfo || { echo "bind failed" >&2; exit 99; }`
+	s := start(t, cfg, setup, "cat", "/proc/sys/vm/swappiness")
+	code, out := s.wait()
+	if code == 99 {
+		t.Fatalf("setup failed: %s", s.stderr.String())
+	}
+	if after, _ := os.ReadFile("/proc/sys/vm/swappiness"); string(after) != string(have) {
+		t.Fatalf("host vm.swappiness changed from %q to %q", have, after)
+	}
+	if code != 0 || strings.TrimSpace(out) != "10" {
+		t.Errorf("exit %d, swappiness seen by the command %q; want 0 and 10", code, out)
+	}
+	if !strings.Contains(s.stderr.String(), "swappiness 60->10 (host-wide)") {
+		t.Errorf("summary %q does not say swappiness 60->10 (host-wide)", s.stderr.String())
+	}
+}
+
+func TestDoctor(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "runtime.json")
+	b, _ := json.Marshal(map[string]any{"storage": map[string]any{"path": filepath.Join(dir, "storage")}})
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(initBin, "doctor", "-o", "json")
+	cmd.Env = []string{"IMAGECTL_RUNTIME_CONFIG=" + cfgPath}
+	out, err := cmd.Output()
+	ee, _ := err.(*exec.ExitError)
+	if ee == nil || ee.ExitCode() != 1 {
+		t.Fatalf("imagectl-init doctor: %v, want exit 1 (storage not mounted)", err)
+	}
+	var r struct {
+		Checks []struct{ Name, Status, Found, Fix string }
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("doctor -o json: %v: %s", err, out)
+	}
+	found := false
+	for _, c := range r.Checks {
+		if c.Name == "storage" {
+			found = true
+			if c.Status != "fail" || !strings.Contains(c.Found, "not a mount point") || c.Fix == "" {
+				t.Errorf("storage check = %+v, want fail: not a mount point, with a fix", c)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no storage check in %s", out)
+	}
+}
+
 func TestDriverBelowFloorFails(t *testing.T) {
 	cfg := map[string]any{"driver_floor": "525.60.13", "driver_policy": "fail", "image": map[string]any{"cuda": "12.4"}}
 	setup := `mount -t tmpfs fake /proc/driver; mkdir -p /proc/driver/nvidia/gpus/0000:19:00.0

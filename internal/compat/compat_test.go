@@ -1,0 +1,173 @@
+package compat
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCatalogFacts(t *testing.T) {
+	// The rows shared/FACTS.md states, with their sources.
+	for _, tc := range []struct {
+		variant, cuda, nccl, cudnn string
+	}{
+		{"cu118", "11.8", "nvidia-nccl-cu11==2.21.5", "nvidia-cudnn-cu11==9.1.0.70"},
+		{"cu124", "12.4", "nvidia-nccl-cu12==2.21.5", "nvidia-cudnn-cu12==9.1.0.70"},
+		{"cu126", "12.6", "nvidia-nccl-cu12==2.21.5", "nvidia-cudnn-cu12==9.5.1.17"},
+	} {
+		w, ok := LookupWheel("2.6.0", tc.variant)
+		if !ok {
+			t.Errorf("LookupWheel(2.6.0, %s) not found", tc.variant)
+			continue
+		}
+		if w.CUDA != tc.cuda || w.NCCL.String() != tc.nccl || w.CUDNN.String() != tc.cudnn || w.Source == "" || w.IndexPath != "whl/"+tc.variant {
+			t.Errorf("LookupWheel(2.6.0, %s) = cuda %s nccl %s cudnn %s index %s source %q; want %s %s %s whl/%s and a source",
+				tc.variant, w.CUDA, w.NCCL, w.CUDNN, w.IndexPath, w.Source, tc.cuda, tc.nccl, tc.cudnn, tc.variant)
+		}
+		if diff := cmp.Diff([]string{"3.9", "3.10", "3.11", "3.12", "3.13"}, w.Python); diff != "" {
+			t.Errorf("LookupWheel(2.6.0, %s).Python (-want +got):\n%s", tc.variant, diff)
+		}
+	}
+	if _, ok := LookupWheel("2.6.0", "cu121"); ok {
+		t.Errorf("LookupWheel(2.6.0, cu121) found; torch 2.6.0 publishes no cu121 wheel")
+	}
+	for _, tc := range []struct{ cuda, native, minor string }{
+		{"11.8", "520.61.05", "450.80.02"},
+		{"12.1", "530.30.02", "525.60.13"},
+		{"12.4", "550.54.14", "525.60.13"},
+		{"12.6", "560.28.03", "525.60.13"},
+	} {
+		f, ok := LookupDriverFloor(tc.cuda)
+		if !ok || f.Native != tc.native || f.MinorCompat != tc.minor || f.Source == "" {
+			t.Errorf("LookupDriverFloor(%s) = %+v, %v; want native %s, minor %s, a source", tc.cuda, f, ok, tc.native, tc.minor)
+		}
+	}
+	if p, ok := IndexPath("2.6.0", "cu124"); !ok || p != "whl/cu124" {
+		t.Errorf("IndexPath(2.6.0, cu124) = %q, %v", p, ok)
+	}
+}
+
+func TestDigest(t *testing.T) {
+	d := Digest()
+	if !strings.HasPrefix(d, "sha256:") || len(d) != len("sha256:")+64 {
+		t.Errorf("Digest() = %q, want sha256:<64 hex>", d)
+	}
+	if Digest() != d {
+		t.Errorf("Digest() is not stable")
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for _, tc := range []struct{ name, json string }{
+		{"unknown field", `{"schema":1,"torch":[],"cuda":[],"extra":1}`},
+		{"wrong schema", `{"schema":2,"torch":[],"cuda":[]}`},
+		{"wheel without source", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"]}]}],"cuda":[]}`},
+		{"cuda wheel without pins", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cu124","cuda":"12.4","index_path":"whl/cu124","python":["3.11"],"source":"s"}]}],"cuda":[]}`},
+		{"floor without source", `{"schema":1,"torch":[],"cuda":[{"version":"12.1","native":"530.30.02","minor_compat":"525.60.13"}]}`},
+	} {
+		if _, err := parse([]byte(tc.json)); err == nil {
+			t.Errorf("parse(%s) = nil error, want one", tc.name)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		req  Request
+		// want are "field: substring" per problem, in order.
+		want []string
+	}{
+		{"cu118 native", Request{CUDA: "11.8", Torch: "2.6.0", Python: "3.11", DriverFloor: "520.61.05"}, nil},
+		{"cu124 on 12.1 under minor compat", Request{CUDA: "12.1", Torch: "2.6.0", TorchVariant: "cu124", Python: "3.10", DriverFloor: "525.60.13", NCCL: "2.21.5", CUDNN: "9.1.0.70"}, nil},
+		{"cpu image", Request{Torch: "2.6.0", Python: "3.12"}, nil},
+		{"no torch, cuda only", Request{CUDA: "12.1", DriverFloor: "525.60.13"}, nil},
+		{"no cu121 wheel", Request{CUDA: "12.1", Torch: "2.6.0", DriverFloor: "525.60.13"},
+			[]string{`cuda: torch 2.6.0 publishes no cu121 wheel|cu118, cu124, cu126|cuda = "11.8"|torch_variant = "cu124"|driver_floor >= 525.60.13`}},
+		{"explicit cu121", Request{CUDA: "12.1", Torch: "2.6.0", TorchVariant: "cu121", DriverFloor: "525.60.13"},
+			[]string{"torch_variant: publishes no cu121 wheel"}},
+		{"floor below minor compat", Request{CUDA: "12.1", Torch: "2.6.0", TorchVariant: "cu124", DriverFloor: "520.61.05"},
+			[]string{"driver_floor: driver_floor 520.61.05 is below 525.60.13|the cu124 wheels (CUDA 12.4) on a CUDA 12.1 base|>= 550.54.14 natively"}},
+		{"floor missing", Request{CUDA: "11.8", Torch: "2.6.0"}, []string{"driver_floor: driver_floor is required|450.80.02|520.61.05"}},
+		{"floor not a version", Request{CUDA: "11.8", DriverFloor: "new"}, []string{"driver_floor: is not a driver version"}},
+		{"nccl and cudnn differ", Request{CUDA: "12.6", Torch: "2.6.0", DriverFloor: "560.28.03", NCCL: "2.20.5", CUDNN: "9.1.0.70"},
+			[]string{"nccl: nccl 2.20.5 differs from the NCCL 2.21.5|nvidia-nccl-cu12==2.21.5", "cudnn: cudnn 9.1.0.70 differs from the cuDNN 9.5.1.17|nvidia-cudnn-cu12==9.5.1.17"}},
+		{"python too old", Request{Torch: "2.6.0", Python: "3.8"}, []string{"python: not built for Python 3.8|3.9, 3.10, 3.11, 3.12, 3.13"}},
+		{"major mix", Request{CUDA: "12.1", Torch: "2.6.0", TorchVariant: "cu118", DriverFloor: "530.30.02"}, []string{"torch_variant: mix two CUDA major versions"}},
+		{"cpu wheel on cuda", Request{CUDA: "11.8", Torch: "2.6.0", TorchVariant: "cpu", DriverFloor: "525.60.13"}, []string{"torch_variant: leaves the GPU unused"}},
+		{"unknown torch", Request{Torch: "1.13.1"}, []string{"torch: torch 1.13.1 is not in the compatibility catalog|2.6.0"}},
+		{"unknown cuda", Request{CUDA: "10.2"}, []string{"cuda: CUDA 10.2 is not in the compatibility catalog"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, got := Check(tc.req)
+			if len(got) != len(tc.want) {
+				t.Fatalf("Check(%+v) = %d problems %+v, want %d", tc.req, len(got), got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				field, subs, _ := strings.Cut(w, ": ")
+				text := got[i].Summary + " " + got[i].Detail
+				if got[i].Field != field {
+					t.Errorf("Check(%+v)[%d].Field = %q, want %q", tc.req, i, got[i].Field, field)
+				}
+				for _, s := range strings.Split(subs, "|") {
+					if !strings.Contains(text, s) {
+						t.Errorf("Check(%+v)[%d] = %q, want it to contain %q", tc.req, i, text, s)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestCheckResolved(t *testing.T) {
+	res, ps := Check(Request{CUDA: "12.1", Torch: "2.6.0", TorchVariant: "cu124", DriverFloor: "525.60.13"})
+	if len(ps) != 0 || !res.MinorCompat || res.FloorCUDA != "12.4" || res.Wheel.Variant != "cu124" {
+		t.Errorf("Check(cu124 on 12.1) = %+v, %v; want minor compat measured against 12.4", res, ps)
+	}
+}
+
+func TestQuery(t *testing.T) {
+	ans, err := Query("2.6.0", "12.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range ans.Wheels {
+		got = append(got, w.Variant+" "+w.Mode+" "+w.MinDriver)
+	}
+	want := []string{"cu124 minor-version compatibility 525.60.13", "cu126 minor-version compatibility 525.60.13"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Query(2.6.0, 12.1) wheels (-want +got):\n%s", diff)
+	}
+	if len(ans.Problems) != 1 || !strings.Contains(ans.Problems[0].Summary, "no cu121 wheel") {
+		t.Errorf("Query(2.6.0, 12.1).Problems = %+v, want the cu121 problem", ans.Problems)
+	}
+	if len(ans.DriverFloors) != 1 || ans.DriverFloors[0].CUDA != "12.1" {
+		t.Errorf("Query(2.6.0, 12.1).DriverFloors = %+v", ans.DriverFloors)
+	}
+	all, err := Query("", "")
+	if err != nil || len(all.Wheels) != 4 || len(all.DriverFloors) != 4 || len(all.Problems) != 0 {
+		t.Errorf("Query(\"\", \"\") = %d wheels, %d floors, %v", len(all.Wheels), len(all.DriverFloors), err)
+	}
+	if _, err := Query("9.9.9", ""); err == nil {
+		t.Errorf("Query(9.9.9) = nil error")
+	}
+	if _, err := Query("", "10.0"); err == nil {
+		t.Errorf("Query(cuda 10.0) = nil error")
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"525.60.13", "525.60.13", 0}, {"525.60.13", "530.30.02", -1}, {"550.54.14", "525.60.13", 1},
+		{"12.10", "12.4", 1}, {"12.1", "12.1.0", 0}, {"580.159.04", "525.60.13", 1},
+	} {
+		if got := CompareVersions(tc.a, tc.b); got != tc.want {
+			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -162,18 +162,18 @@ func checkDriver(cfg Config, d Driver) error {
 
 // WriteFingerprint collects the environment fingerprint and writes it where
 // the config says (relocated like the caches when optional storage never
-// came). It returns the fingerprint and the path written, "" when the config
-// names none. The init runs it just before starting the command, so the
-// command (and the verify probes) can read it.
+// came) and returns it with the path written. When the config names no path
+// it does nothing (a zero fingerprint, ""). The init runs it just before
+// starting the command, so the command (and the verify probes) can read it.
 func (p *Prepared) WriteFingerprint(ctx context.Context) (Fingerprint, string, error) {
+	if p.cfg.FingerprintPath == "" {
+		return Fingerprint{}, "", nil
+	}
 	drv := p.Driver
 	if !p.driverRead {
 		drv, _ = ReadDriver(p.opts.proc, p.opts.dev)
 	}
 	fp := collectFingerprint(p.cfg, p.Env, p.Storage, p.shmForFingerprint(), drv, p.Caches, p.opts)
-	if p.cfg.FingerprintPath == "" {
-		return fp, "", nil
-	}
 	path := p.cfg.FingerprintPath
 	if p.Storage.Configured && !p.Storage.Ready {
 		path = relocate(filepath.Clean(path), p.Storage.Root, p.opts.fallback)

@@ -28,6 +28,7 @@ func main() {
 	initBin := flag.String("init", "bin/imagectl-init", "the imagectl-init binary")
 	tiniBin := flag.String("tini", "tini", "the tini binary")
 	n := flag.Int("n", 200, "runs per entrypoint")
+	baseDir := flag.String("dir", "", "where the storage directory goes (default: the system temp dir)")
 	flag.Parse()
 	if runtime.GOARCH != "amd64" {
 		fatal("the stamp command is amd64 machine code; this machine is " + runtime.GOARCH)
@@ -40,7 +41,7 @@ func main() {
 	if err != nil {
 		fatal(err.Error())
 	}
-	dir, err := os.MkdirTemp("", "initstart-")
+	dir, err := os.MkdirTemp(*baseDir, "initstart-")
 	if err != nil {
 		fatal(err.Error())
 	}

@@ -247,6 +247,25 @@ echo zombies $(zombies)`
 	}
 }
 
+func TestSubreaperWhenNotPID1(t *testing.T) {
+	// No namespaces: the init is an ordinary process, so orphans reach it only
+	// because it made itself a child subreaper.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "runtime.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(initBin, "--", "sh", "-c", `(sleep 0.3 & echo $! > "$0/orphan"); sleep 0.1; cut -d' ' -f4 /proc/$(cat "$0/orphan")/stat; sleep 0.5; if [ -e /proc/$(cat "$0/orphan") ]; then echo left; else echo reaped; fi`, dir)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "IMAGECTL_RUNTIME_CONFIG=" + filepath.Join(dir, "runtime.json")}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 || f[0] != strconv.Itoa(cmd.Process.Pid) || f[1] != "reaped" {
+		t.Errorf("orphan's parent and fate %q, want [%d reaped]", f, cmd.Process.Pid)
+	}
+}
+
 func TestGracePeriodThenKill(t *testing.T) {
 	cfg := map[string]any{"grace_period": "500ms"}
 	s := start(t, cfg, "", "sh", "-c", `trap '' TERM; echo ready; sleep 30`)

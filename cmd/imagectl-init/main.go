@@ -38,6 +38,10 @@ func main() {
 	if len(args) > 0 && args[0] == "doctor" {
 		os.Exit(doctor(ctx, args[1:]))
 	}
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		fmt.Println(usage + "\n\nPrepares the container as " + runtime.ConfigPath + " (or $" + runtime.EnvConfig + ") says,\nthen runs COMMAND as its child: signals forwarded, zombies reaped, the\ncommand's exit code passed through. See docs/init.md.")
+		os.Exit(exitcode.OK)
+	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}

@@ -89,6 +89,17 @@ func TestCollectCachesBySize(t *testing.T) {
 		t.Errorf("CollectCaches = %+v, want 2 removed, 2000 bytes kept", r)
 	}
 
+	// A budget smaller than what the running workload just wrote: everything
+	// old goes, the new file stays.
+	file(t, filepath.Join(b, "new"), 1000, -time.Minute, now)
+	r, err = CollectCaches(context.Background(), []string{a, b}, 0, 1, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exists(filepath.Join(a, "3")) || exists(filepath.Join(b, "4")) || !exists(filepath.Join(b, "new")) {
+		t.Errorf("after GC to 1 byte: 3 %v, 4 %v, new %v; want only new left", exists(filepath.Join(a, "3")), exists(filepath.Join(b, "4")), exists(filepath.Join(b, "new")))
+	}
+
 	// Neither rule set: nothing happens.
 	if r, _ := CollectCaches(context.Background(), []string{a, b}, 0, 0, now); r.Removed != 0 {
 		t.Errorf("CollectCaches(no limits) removed %d files", r.Removed)

@@ -101,9 +101,10 @@ func CollectCaches(ctx context.Context, roots []string, maxAge time.Duration, ma
 	return r, nil
 }
 
-// gcRoots are the compile caches the GC looks at: the configured ones and
-// torch's default /tmp/torchinductor_<user> directories (under /tmp and
-// under TMPDIR when that differs).
+// gcRoots are the compile caches the GC looks at: the configured ones (not
+// those the platform pointed elsewhere through the environment: those are
+// not the image's to trim) and torch's default /tmp/torchinductor_<user>
+// directories (under /tmp and under TMPDIR when that differs).
 func gcRoots(dirs []CacheDir, tmps ...string) []string {
 	var roots []string
 	seen := map[string]bool{}
@@ -114,7 +115,7 @@ func gcRoots(dirs []CacheDir, tmps ...string) []string {
 		}
 	}
 	for _, d := range dirs {
-		if d.Compile {
+		if d.Compile && !d.FromEnv {
 			add(d.Path)
 		}
 	}

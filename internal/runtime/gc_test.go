@@ -117,11 +117,12 @@ func TestGCRoots(t *testing.T) {
 	if err := os.Symlink("/", filepath.Join(tmp, "torchinductor_link")); err != nil {
 		t.Fatal(err)
 	}
-	dirs := []CacheDir{{Name: "inductor", Path: "/s/inductor", Compile: true}, {Name: "hf", Path: "/s/hf"}}
+	dirs := []CacheDir{{Name: "inductor", Path: "/s/inductor", Compile: true}, {Name: "hf", Path: "/s/hf"},
+		{Name: "triton", Path: "/team/triton", Compile: true, FromEnv: true}}
 	got := gcRoots(dirs, tmp)
 	want := []string{"/s/inductor", filepath.Join(tmp, "torchinductor_1000"), filepath.Join(tmp, "torchinductor_root")}
 	if len(got) != len(want) {
-		t.Fatalf("gcRoots = %v, want %v (HF_HOME, plain files and links excluded)", got, want)
+		t.Fatalf("gcRoots = %v, want %v (HF_HOME, dirs from the environment, plain files and links excluded)", got, want)
 	}
 	for i := range want {
 		if got[i] != want[i] {

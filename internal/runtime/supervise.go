@@ -75,17 +75,20 @@ func (p *Process) Interrupted() (syscall.Signal, bool) {
 
 // Context returns a context cancelled when a terminating signal arrives, for
 // the preparation steps (storage wait) that run before the command starts.
-// The returned stop function must be called before Run.
+// The returned stop function must be called before Start; it reports the
+// terminating signal, if one came before the command started.
 func (p *Process) Context(ctx context.Context) (context.Context, func() (syscall.Signal, bool)) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
-	got := make(chan syscall.Signal, 1)
+	finished := make(chan struct{})
+	var got syscall.Signal
 	go func() {
+		defer close(finished)
 		for {
 			select {
 			case s := <-p.forward:
 				if sig := s.(syscall.Signal); terminating(sig) {
-					got <- sig
+					got = sig
 					cancel(fmt.Errorf("received %v", sig))
 					return
 				}
@@ -96,13 +99,12 @@ func (p *Process) Context(ctx context.Context) (context.Context, func() (syscall
 	}()
 	return ctx, func() (syscall.Signal, bool) {
 		close(done)
+		<-finished
 		cancel(nil)
-		select {
-		case s := <-got:
-			return s, true
-		default:
-			return p.Interrupted()
+		if got != 0 {
+			return got, true
 		}
+		return p.Interrupted()
 	}
 }
 

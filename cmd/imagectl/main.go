@@ -16,10 +16,11 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cmd.New().ExecuteContext(ctx)
+	interrupted := ctx.Err() != nil // read before stop, which cancels ctx
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imagectl:", err)
-		if ctx.Err() != nil {
+		if interrupted {
 			os.Exit(exitcode.Interrupted)
 		}
 		os.Exit(exitcode.Code(err))

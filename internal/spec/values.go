@@ -85,7 +85,16 @@ func checkName(s string) error {
 	return nil
 }
 
+// emptyComponent reports a reference with an empty registry or path
+// component ("/x:1", "r//x"), which ggcr's parser lets through.
+func emptyComponent(s string) bool {
+	return strings.HasPrefix(s, "/") || strings.Contains(s, "//") || strings.HasSuffix(s, "/")
+}
+
 func checkBaseRef(s string) error {
+	if emptyComponent(s) {
+		return fmt.Errorf("base %q has an empty registry or path component (is a variable empty?)", s)
+	}
 	ref, err := name.ParseReference(s)
 	if err != nil {
 		return fmt.Errorf("base %q is not a valid image reference: %v", s, err)
@@ -97,6 +106,9 @@ func checkBaseRef(s string) error {
 }
 
 func checkRepo(s string) error {
+	if emptyComponent(s) {
+		return fmt.Errorf("%q has an empty registry or path component (is a variable empty?)", s)
+	}
 	if _, err := name.NewRepository(s); err != nil {
 		return fmt.Errorf("%q is not a valid repository (registry/path, no tag or digest): %v", s, err)
 	}

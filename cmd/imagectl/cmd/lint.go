@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -30,6 +31,14 @@ func (f *specFlags) options() ([]spec.Option, error) {
 		vars[k] = v
 	}
 	return []spec.Option{spec.WithVars(vars)}, nil
+}
+
+// pathError makes a spec path that does not exist a usage error.
+func pathError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return exitcode.Wrap(exitcode.Usage, err)
+	}
+	return err
 }
 
 // specPaths defaults to the specs/ directory.
@@ -67,7 +76,7 @@ Exit codes: 0 clean, 1 spec errors, 2 usage.`,
 			imgs, err := spec.Load(cmd.Context(), specPaths(args), opts...)
 			var de *spec.DiagnosticsError
 			if err != nil && !errors.As(err, &de) {
-				return err
+				return pathError(err)
 			}
 			if asJSON {
 				r := struct {

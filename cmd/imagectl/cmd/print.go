@@ -46,7 +46,7 @@ Paths are spec files or directories of *.hcl files; the default is specs/.`,
 				return exitcode.Wrap(exitcode.Failure, fmt.Errorf("print: %d problems in the specs", len(de.List())))
 			}
 			if err != nil {
-				return err
+				return pathError(err)
 			}
 			if only != "" {
 				var sel []spec.Image

@@ -37,10 +37,12 @@ func aptScript(pkgs []string) (string, error) {
 	}
 	// An empty archive cache: apt prints the URI of every archive it would
 	// fetch, and one already cached in the base would be left out.
+	// Acquire::ForceHash: without it apt prints the first hash the Packages
+	// file lists, which is MD5Sum for some packages.
 	return `set -u
 mkdir -p /tmp/imagectl-apt/partial
 { apt-get update -qq && apt-get install -y --no-install-recommends --print-uris -qq \
-    -o Dir::Cache::Archives=/tmp/imagectl-apt ` + strings.Join(pkgs, " ") + ` ; } >/out/apt.txt 2>/out/apt.log
+    -o Acquire::ForceHash=SHA256 -o Dir::Cache::Archives=/tmp/imagectl-apt ` + strings.Join(pkgs, " ") + ` ; } >/out/apt.txt 2>/out/apt.log
 echo $? >/out/apt.rc
 `, nil
 }

@@ -199,6 +199,9 @@ func writeTar(root, out string, sde time.Time) error {
 		err = zw.Close()
 	}
 	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
 		err = f.Close()
 	} else {
 		f.Close()

@@ -94,6 +94,11 @@ func generate(args []string) error {
 	if b, err := os.ReadFile(stamp); err == nil {
 		var old []wheelhouse.Spec
 		if json.Unmarshal(b, &old) == nil && reflect.DeepEqual(old, specs) && wheelsPresent(dir, specs) {
+			// The wheels are there; the pages are cheap to remake, and this
+			// picks up a change in their format.
+			if _, err := wheelhouse.WriteIndex(dir); err != nil {
+				return err
+			}
 			fmt.Fprintf(os.Stderr, "wheelindex: %s is up to date\n", dir)
 			return nil
 		}

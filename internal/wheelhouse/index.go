@@ -133,12 +133,10 @@ func writeProject(dir, name string, files []File) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html>\n<head><meta name=\"pypi:repository-version\" content=\"1.0\"><title>Links for %s</title></head>\n<body>\n<h1>Links for %s</h1>\n", name, name)
 	type jfile struct {
-		Filename         string            `json:"filename"`
-		URL              string            `json:"url"`
-		Hashes           map[string]string `json:"hashes"`
-		RequiresPython   string            `json:"requires-python,omitempty"`
-		CoreMetadata     map[string]string `json:"core-metadata"`
-		DistInfoMetadata map[string]string `json:"dist-info-metadata"`
+		Filename       string            `json:"filename"`
+		URL            string            `json:"url"`
+		Hashes         map[string]string `json:"hashes"`
+		RequiresPython string            `json:"requires-python,omitempty"`
 	}
 	j := struct {
 		Meta  map[string]string `json:"meta"`
@@ -154,10 +152,11 @@ func writeProject(dir, name string, files []File) error {
 		md := "sha256=" + f.MetadataSHA256
 		fmt.Fprintf(&b, "<a href=\"%s#sha256=%s\"%s data-core-metadata=\"%s\" data-dist-info-metadata=\"%s\">%s</a><br/>\n",
 			href, f.SHA256, rp, md, md, f.Filename)
-		mh := map[string]string{"sha256": f.MetadataSHA256}
+		// The JSON pages leave out PEP 658's metadata keys: Debian bookworm's
+		// pip 23.0.1 crashes on their PEP 691 form ("unhashable type: 'dict'").
 		j.Files = append(j.Files, jfile{
 			Filename: f.Filename, URL: href, Hashes: map[string]string{"sha256": f.SHA256},
-			RequiresPython: f.RequiresPython, CoreMetadata: mh, DistInfoMetadata: mh,
+			RequiresPython: f.RequiresPython,
 		})
 	}
 	b.WriteString("</body>\n</html>\n")
@@ -168,11 +167,14 @@ func writeProject(dir, name string, files []File) error {
 }
 
 func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encoding %s: %w", path, err)
 	}
-	return atomicfile.Write(path, append(b, '\n'), 0o644)
+	return atomicfile.Write(path, b.Bytes(), 0o644)
 }
 
 // inspect reads a wheel's METADATA and hashes the file.

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Starts buildkitd, the distribution registry and the wheel index on
+# loopback, pushes the local Debian base, and writes .cache/env (export
+# lines). Idempotent: a service whose recorded PID is alive is left alone.
+# hack/down.sh stops exactly the PIDs recorded in .cache/pids.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+cache=$root/.cache
+mkdir -p "$cache/logs" "$cache/pids" "$cache/buildkit" "$cache/registry" "$cache/wheels" "$root/bin"
+
+for t in buildkitd buildctl registry crane; do
+  [ -x "bin/$t" ] || { echo "up: bin/$t is missing: run make tools" >&2; exit 1; }
+done
+command -v runc >/dev/null || { echo "up: runc is missing: run make deps" >&2; exit 1; }
+
+# alive NAME: the recorded PID runs the recorded binary.
+alive() {
+  local f=$cache/pids/$1.pid pid exe
+  [ -f "$f" ] || return 1
+  read -r pid exe < "$f"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  [ "$(readlink "/proc/$pid/exe" 2>/dev/null | sed 's/ (deleted)$//')" = "$exe" ]
+}
+
+# start NAME BINARY ARGS...: detached, logs under .cache/logs, PID recorded.
+start() {
+  local name=$1 bin=$2
+  shift 2
+  setsid "$bin" "$@" >> "$cache/logs/$name.log" 2>&1 < /dev/null &
+  local pid=$!
+  echo "$pid $(readlink -f "$bin")" > "$cache/pids/$name.pid"
+}
+
+# wait_for NAME SECONDS COMMAND...: until COMMAND succeeds, or fail with the log.
+wait_for() {
+  local name=$1 secs=$2 i
+  shift 2
+  for ((i = 0; i < secs * 10; i++)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    alive "$name" || { echo "up: $name exited; last lines of .cache/logs/$name.log:" >&2; tail -n 20 "$cache/logs/$name.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "up: $name did not answer within ${secs}s; last lines of .cache/logs/$name.log:" >&2
+  tail -n 20 "$cache/logs/$name.log" >&2
+  exit 1
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# pick_port NAME DEFAULT: the port used last time, else DEFAULT, else a free one.
+pick_port() {
+  local name=$1 p
+  for p in $(cat "$cache/$name.port" 2>/dev/null) "$2" $(seq $(( $2 + 1 )) $(( $2 + 200 ))); do
+    if ! port_in_use "$p"; then echo "$p"; return 0; fi
+  done
+  echo "up: no free port near $2 for $name" >&2
+  return 1
+}
+
+http_ok() { curl -fsS -o /dev/null --max-time 2 "$1"; }
+
+# --- buildkitd: OCI worker, runc from Debian, overlayfs, state under .cache/buildkit.
+sock=$cache/buildkit/buildkitd.sock
+if [ ${#sock} -gt 100 ]; then # unix socket paths are limited to 108 bytes
+  sock=/tmp/imagectl-$(echo "$root" | sha256sum | cut -c1-12)/buildkitd.sock
+  mkdir -p "$(dirname "$sock")"
+fi
+bkhost=unix://$sock
+if alive buildkitd; then
+  echo "up: buildkitd already running (pid $(cut -d' ' -f1 "$cache/pids/buildkitd.pid"))" >&2
+else
+  rm -f "$sock"
+  start buildkitd bin/buildkitd --root "$cache/buildkit/root" --addr "$bkhost" \
+    --oci-worker=true --containerd-worker=false \
+    --oci-worker-snapshotter=overlayfs --oci-worker-binary="$(command -v runc)"
+  wait_for buildkitd 60 bin/buildctl --addr "$bkhost" debug workers
+  echo "up: buildkitd ready at $bkhost" >&2
+fi
+
+# --- registry on 127.0.0.1, storage under .cache/registry.
+if alive registry; then
+  regport=$(cat "$cache/registry.port")
+  echo "up: registry already running on 127.0.0.1:$regport" >&2
+else
+  regport=$(pick_port registry 5000)
+  cat > "$cache/registry/config.yml" <<YAML
+version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $cache/registry/data
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$regport
+YAML
+  OTEL_TRACES_EXPORTER=none start registry bin/registry serve "$cache/registry/config.yml"
+  echo "$regport" > "$cache/registry.port"
+  wait_for registry 60 http_ok "http://127.0.0.1:$regport/v2/"
+  echo "up: registry ready at 127.0.0.1:$regport" >&2
+fi
+registry=127.0.0.1:$regport
+
+# --- wheel index: the demo wheels (cached), served on 127.0.0.1.
+wheelindex=$root/bin/wheelindex
+if [ ! -x "$wheelindex" ] || [ -n "$(find hack/wheelindex internal/wheelhouse -newer "$wheelindex" -name '*.go' | head -n1)" ]; then
+  go build -o "$wheelindex" ./hack/wheelindex
+fi
+"$wheelindex" generate "$cache/wheels" --core-bytes "${IMAGECTL_DEMO_CORE_BYTES:-67108864}"
+if alive wheelindex; then
+  echo "up: wheel index already running on 127.0.0.1:$(cat "$cache/wheelindex.port")" >&2
+else
+  wiport=$(pick_port wheelindex 8000)
+  start wheelindex "$wheelindex" serve "$cache/wheels" --addr "127.0.0.1:$wiport"
+  echo "$wiport" > "$cache/wheelindex.port"
+  wait_for wheelindex 30 http_ok "http://127.0.0.1:$wiport/simple/demo-core/"
+  echo "up: wheel index ready at http://127.0.0.1:$wiport/simple/" >&2
+fi
+wheel_index=http://127.0.0.1:$(cat "$cache/wheelindex.port")/simple/
+
+# --- the local Debian base, pushed to the registry.
+IMAGECTL_REGISTRY=$registry hack/base.sh
+base=$registry/imagectl/debian-base:bookworm
+mirror=$(hack/base.sh mirror)
+
+tmp=$cache/env.tmp
+{
+  echo "# written by hack/up.sh; source it: . .cache/env"
+  printf 'export BUILDKIT_HOST=%q\n' "$bkhost"
+  printf 'export IMAGECTL_REGISTRY=%q\n' "$registry"
+  printf 'export IMAGECTL_WHEEL_INDEX=%q\n' "$wheel_index"
+  printf 'export IMAGECTL_BASE=%q\n' "$base"
+  printf 'export IMAGECTL_DEBIAN_MIRROR=%q\n' "$mirror"
+  printf 'export IMAGECTL_VAR_registry=%q\n' "$registry"
+  printf 'export IMAGECTL_VAR_wheel_index=%q\n' "$wheel_index"
+  printf 'export IMAGECTL_WHEELS_DIR=%q\n' "$cache/wheels"
+} > "$tmp"
+mv "$tmp" "$cache/env"
+echo "up: wrote .cache/env" >&2
+cat "$cache/env" >&2

@@ -85,13 +85,13 @@ func Check(r Request) (Resolved, []Problem) {
 	switch {
 	case r.DriverFloor == "":
 		add("driver_floor", "driver_floor is required for a CUDA image",
-			fmt.Sprintf("%s needs an NVIDIA driver >= %s under minor-version compatibility (>= %s natively). Set driver_floor to the lowest driver the image must support; imagectl does not pick one.", what, floor.MinorCompat, floor.Native))
+			fmt.Sprintf("Running %s needs an NVIDIA driver >= %s under minor-version compatibility (>= %s natively). Set driver_floor to the lowest driver the image must support; imagectl does not pick one.", what, floor.MinorCompat, floor.Native))
 	case !isVersion(r.DriverFloor, 0):
 		add("driver_floor", fmt.Sprintf("driver_floor %q is not a driver version", r.DriverFloor),
 			`Write an NVIDIA driver version such as "525.60.13".`)
 	case CompareVersions(r.DriverFloor, floor.MinorCompat) < 0:
 		add("driver_floor", fmt.Sprintf("driver_floor %s is below %s, the lowest driver that runs %s", r.DriverFloor, floor.MinorCompat, what),
-			fmt.Sprintf("%s needs an NVIDIA driver >= %s under minor-version compatibility (>= %s natively). Raise driver_floor to at least %s. Source: %s.", what, floor.MinorCompat, floor.Native, floor.MinorCompat, floor.Source))
+			fmt.Sprintf("Running %s needs an NVIDIA driver >= %s under minor-version compatibility (>= %s natively). Raise driver_floor to at least %s. Source: %s.", what, floor.MinorCompat, floor.Native, floor.MinorCompat, floor.Source))
 	}
 	return res, ps
 }

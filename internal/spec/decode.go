@@ -262,9 +262,10 @@ func (l *loader) decodeImage(ctx *hcl.EvalContext, blk *hcl.Block, defs collecte
 		}
 		ranges := map[string]hcl.Range{}
 		before := len(l.diags)
-		l.apply(ictx, imageBlock, "", attrs, &img, ranges)
+		nulls := map[string]bool{}
+		l.apply(ictx, imageBlock, "", attrs, &img, ranges, nulls)
 		for _, req := range []string{"base", "python", "repos.staging", "repos.release"} {
-			if _, ok := ranges[req]; !ok && !hasAttr(attrs, req) {
+			if _, ok := ranges[req]; !ok && (!hasAttr(attrs, req) || nulls[req]) {
 				l.errorf(blk.DefRange, "Missing required attribute", "Image %q needs %s (in the image block or the file's defaults block).", img.Name, req)
 			}
 		}
@@ -368,7 +369,7 @@ func (l *loader) evalMatrix(ctx *hcl.EvalContext, a *hcl.Attribute) ([]string, [
 
 // apply evaluates b's attributes from attrs into img, recording each set
 // attribute's range.
-func (l *loader) apply(ctx *hcl.EvalContext, b *block, prefix string, attrs collected, img *Image, ranges map[string]hcl.Range) {
+func (l *loader) apply(ctx *hcl.EvalContext, b *block, prefix string, attrs collected, img *Image, ranges map[string]hcl.Range, nulls map[string]bool) {
 	for _, at := range b.attrs {
 		path := prefix + at.name
 		as := attrs[path]
@@ -398,10 +399,12 @@ func (l *loader) apply(ctx *hcl.EvalContext, b *block, prefix string, attrs coll
 		if ok && v != nil {
 			at.set(img, v)
 			ranges[path] = a.Expr.Range()
+		} else if ok {
+			nulls[path] = true
 		}
 	}
 	for _, sub := range b.blocks {
-		l.apply(ctx, sub, prefix+sub.name+".", attrs, img, ranges)
+		l.apply(ctx, sub, prefix+sub.name+".", attrs, img, ranges, nulls)
 	}
 }
 

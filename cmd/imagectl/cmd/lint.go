@@ -100,7 +100,7 @@ Exit codes: 0 clean, 1 spec errors, 2 usage.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d images, no problems\n", len(imgs))
 			}
 			if de != nil {
-				return exitcode.Wrap(exitcode.Failure, fmt.Errorf("lint: %d problems", len(de.List())))
+				return exitcode.Wrap(exitcode.Failure, fmt.Errorf("lint: %s", plural(len(de.List()), "problem")))
 			}
 			return nil
 		},
@@ -108,4 +108,11 @@ Exit codes: 0 clean, 1 spec errors, 2 usage.`,
 	sf.add(cmd)
 	addOutputFlag(cmd, &out)
 	return cmd
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

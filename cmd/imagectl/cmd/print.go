@@ -43,7 +43,7 @@ Paths are spec files or directories of *.hcl files; the default is specs/.`,
 				if werr := de.WriteText(cmd.ErrOrStderr(), 100, false); werr != nil {
 					return werr
 				}
-				return exitcode.Wrap(exitcode.Failure, fmt.Errorf("print: %d problems in the specs", len(de.List())))
+				return exitcode.Wrap(exitcode.Failure, fmt.Errorf("print: %s in the specs", plural(len(de.List()), "problem")))
 			}
 			if err != nil {
 				return pathError(err)

@@ -15,7 +15,6 @@ import (
 	"imagectl/internal/spec"
 )
 
-
 const repos = `
   repos {
     staging = "registry.example/s/x"
@@ -36,31 +35,31 @@ func TestLoadSource(t *testing.T) {
 		want []spec.Image
 	}{{
 		name: "variable default",
-		src:  `variable "r" { default = "registry.example" }` + "\n" + `image "x" {
+		src: `variable "r" { default = "registry.example" }` + "\n" + `image "x" {
 base = "${var.r}/b:1"` + "\n" + `python = "3.11"` + repos + "}",
 		want: []spec.Image{{Name: "x", Base: "registry.example/b:1", Python: "3.11"}},
 	}, {
 		name: "environment beats default",
-		src:  `variable "r" { default = "registry.example" }` + "\n" + `image "x" {
+		src: `variable "r" { default = "registry.example" }` + "\n" + `image "x" {
 base = "${var.r}/b:1"` + "\n" + `python = "3.11"` + repos + "}",
 		env:  map[string]string{"IMAGECTL_VAR_r": "127.0.0.1:5000"},
 		want: []spec.Image{{Name: "x", Base: "127.0.0.1:5000/b:1", Python: "3.11"}},
 	}, {
 		name: "--var beats environment",
-		src:  `variable "r" { default = "registry.example" }` + "\n" + `image "x" {
+		src: `variable "r" { default = "registry.example" }` + "\n" + `image "x" {
 base = "${var.r}/b:1"` + "\n" + `python = "3.11"` + repos + "}",
 		env:  map[string]string{"IMAGECTL_VAR_r": "127.0.0.1:5000"},
 		vars: map[string]string{"r": "localhost:5001"},
 		want: []spec.Image{{Name: "x", Base: "localhost:5001/b:1", Python: "3.11"}},
 	}, {
 		name: "typed variable from the environment",
-		src:  `variable "pkgs" { type = list(string) }` + "\n" + `image "x" {
+		src: `variable "pkgs" { type = list(string) }` + "\n" + `image "x" {
 base = "registry.example/b:1"` + "\n" + `python = "3.11"` + "\n" + `apt = var.pkgs` + repos + "}",
 		env:  map[string]string{"IMAGECTL_VAR_pkgs": `["jq", "curl"]`},
 		want: []spec.Image{{Name: "x", Base: "registry.example/b:1", Python: "3.11", Apt: []string{"jq", "curl"}}},
 	}, {
 		name: "null default leaves the attribute unset",
-		src:  `variable "idx" { default = null }` + "\n" + `image "x" {
+		src: `variable "idx" { default = null }` + "\n" + `image "x" {
 base = "registry.example/b:1"` + "\n" + `python = "3.11"` + "\n" + `torch_index = var.idx` + repos + "}",
 		want: []spec.Image{{Name: "x", Base: "registry.example/b:1", Python: "3.11"}},
 	}, {
@@ -107,13 +106,13 @@ image "x" {
 		},
 	}, {
 		name: "catalog fills the variant and pins",
-		src:  `image "g" {
+		src: `image "g" {
 base = "registry.example/b:1"` + "\n" + `python = "3.11"` + "\n" + `cuda = "12.4"` + "\n" + `torch = "2.6.0"` + "\n" + `driver_floor = "550.54.14"` + repos + "}",
 		want: []spec.Image{{Name: "g", Base: "registry.example/b:1", Python: "3.11", CUDA: "12.4", Torch: "2.6.0", TorchVariant: "cu124",
 			NCCL: "2.21.5", CUDNN: "9.1.0.70", DriverFloor: "550.54.14", Runtime: runtime.Config{DriverFloor: "550.54.14"}}},
 	}, {
 		name: "cpu torch without cuda",
-		src:  `image "c" {
+		src: `image "c" {
 base = "registry.example/b:1"` + "\n" + `python = "3.12"` + "\n" + `torch = "2.6.0"` + repos + "}",
 		want: []spec.Image{{Name: "c", Base: "registry.example/b:1", Python: "3.12", Torch: "2.6.0", TorchVariant: "cpu"}},
 	}, {

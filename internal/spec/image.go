@@ -23,16 +23,21 @@ type Image struct {
 	CUDA string `json:"cuda,omitempty"`
 	// Torch is the torch release ("2.6.0"); empty when the image carries no torch.
 	Torch string `json:"torch,omitempty"`
-	// TorchVariant is the wheel variant ("cu118", "cu124", "cpu"). Empty means
-	// "cu" + CUDA without the dot; set it to run e.g. cu124 wheels on a 12.1
-	// base under minor-version compatibility.
+	// TorchVariant is the wheel variant ("cu118", "cu124", "cpu"). A spec
+	// that leaves it out gets "cu" + CUDA without the dot ("cpu" without
+	// CUDA); a spec sets it to run e.g. cu124 wheels on a 12.1 base under
+	// minor-version compatibility. Load always fills it when Torch is set.
 	TorchVariant string `json:"torch_variant,omitempty"`
 	// Python is the interpreter's minor version ("3.11").
 	Python string `json:"python"`
-	// NCCL and CUDNN are the versions the torch wheel must pin.
+	// NCCL and CUDNN are the versions the torch wheel pins. Load checks a
+	// spec's values against the catalog and fills them from the chosen wheel
+	// when the spec leaves them out (empty for CPU images).
 	NCCL  string `json:"nccl,omitempty"`
 	CUDNN string `json:"cudnn,omitempty"`
 	// DriverFloor is the lowest NVIDIA driver the image supports ("525.60.13").
+	// Required with CUDA; Load checks it against the catalog and copies it
+	// to Runtime.DriverFloor.
 	DriverFloor string `json:"driver_floor,omitempty"`
 
 	// Apt lists Debian packages, "name" or "name=version".

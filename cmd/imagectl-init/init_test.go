@@ -197,6 +197,22 @@ func sigName(s syscall.Signal) string {
 	return map[syscall.Signal]string{syscall.SIGHUP: "HUP", syscall.SIGUSR1: "USR1", syscall.SIGUSR2: "USR2", syscall.SIGWINCH: "WINCH"}[s]
 }
 
+func TestCommandGetsDefaultSignalDispositions(t *testing.T) {
+	// The init catches SIGPIPE, SIGTTIN and SIGTTOU for itself; the command
+	// must still get them at their defaults (not ignored, not blocked).
+	s := start(t, nil, "", "grep", "-E", "^Sig(Ign|Blk)", "/proc/self/status")
+	code, out := s.wait()
+	if code != 0 {
+		t.Fatalf("exit %d (stderr: %s)", code, s.stderr.String())
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 || strings.Trim(f[1], "0") != "" {
+			t.Errorf("the command starts with %q, want no ignored or blocked signals", l)
+		}
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	for _, tc := range []struct {
 		name string

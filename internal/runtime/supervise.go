@@ -49,6 +49,11 @@ func Listen() (*Process, error) {
 	}
 	signal.Notify(p.forward, ForwardedSignals...)
 	signal.Notify(p.chld, syscall.SIGCHLD)
+	// Caught and dropped, never ignored (an ignored disposition would be
+	// inherited by the command): a log reader that goes away must not kill
+	// the init through SIGPIPE, and writing to the terminal from the
+	// background must not stop it.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE, syscall.SIGTTIN, syscall.SIGTTOU)
 	if os.Getpid() != 1 {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			return p, fmt.Errorf("becoming a child subreaper: %w", err)

@@ -77,11 +77,80 @@ func (l *loader) decodeFile(f *hcl.File) []Image {
 		l.collect(blk.Body, imageBlock, "", nil, defs)
 	}
 
+	// Every image body is collected first, so that inherits can refer to
+	// blocks later in the file.
+	blocks := content.Blocks.OfType("image")
+	owns := map[string]collected{}
+	for _, blk := range blocks {
+		own := collected{}
+		l.collect(blk.Body, imageBlock, "", imageOnly, own)
+		if _, dup := owns[blk.Labels[0]]; !dup {
+			owns[blk.Labels[0]] = own
+		}
+	}
 	var imgs []Image
-	for _, blk := range content.Blocks.OfType("image") {
-		imgs = append(imgs, l.decodeImage(ctx, blk, defs)...)
+	for _, blk := range blocks {
+		own := collected{}
+		// Collected again (not from owns) so a duplicate label keeps its own body;
+		// its diagnostics were reported above and are deduplicated.
+		l.collect(blk.Body, imageBlock, "", imageOnly, own)
+		parents, ok := l.inherited(ctx, blk.Labels[0], own, owns, nil)
+		if !ok {
+			continue
+		}
+		imgs = append(imgs, l.decodeImage(ctx, blk, merge(defs, merge(parents, own)), own)...)
 	}
 	return imgs
+}
+
+// notInherited are the attributes an image does not take from its parents.
+var notInherited = map[string]bool{"name": true, "matrix": true, "inherits": true}
+
+// inherited returns the attributes image label takes from the images its
+// inherits attribute names, in order (later parents win), recursively.
+func (l *loader) inherited(ctx *hcl.EvalContext, label string, own collected, owns map[string]collected, chain []string) (collected, bool) {
+	out := collected{}
+	as := own["inherits"]
+	if len(as) == 0 {
+		return out, true
+	}
+	a := as[len(as)-1]
+	v, ok := l.eval(ctx, a, attr{name: "inherits", kind: kStrings})
+	if !ok {
+		return nil, false
+	}
+	if v == nil {
+		return out, true
+	}
+	chain = append(chain, label)
+	for _, parent := range v.([]string) {
+		for _, c := range chain {
+			if c == parent {
+				l.errorf(a.Expr.Range(), "Inheritance cycle", "The images inherit in a loop: %s -> %s.", strings.Join(chain, " -> "), parent)
+				return nil, false
+			}
+		}
+		pown, ok := owns[parent]
+		if !ok {
+			var names []string
+			for n := range owns {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			l.errorf(a.Expr.Range(), "Unknown parent image", "Image %q inherits from %q, but this file has no image block labelled %q (it has %s).", label, parent, parent, strings.Join(quoteAll(names), ", "))
+			return nil, false
+		}
+		grand, ok := l.inherited(ctx, parent, pown, owns, chain)
+		if !ok {
+			return nil, false
+		}
+		for k, v := range merge(grand, pown) {
+			if !notInherited[k] {
+				out[k] = append(out[k], v...)
+			}
+		}
+	}
+	return out, true
 }
 
 var variableSchema = &hcl.BodySchema{
@@ -210,11 +279,10 @@ func merge(defs, own collected) collected {
 	return out
 }
 
-func (l *loader) decodeImage(ctx *hcl.EvalContext, blk *hcl.Block, defs collected) []Image {
+// decodeImage evaluates one image block: attrs are its attributes with
+// defaults and parents applied, own its own (for matrix and name).
+func (l *loader) decodeImage(ctx *hcl.EvalContext, blk *hcl.Block, attrs, own collected) []Image {
 	label := blk.Labels[0]
-	own := collected{}
-	l.collect(blk.Body, imageBlock, "", imageOnly, own)
-	attrs := merge(defs, own)
 
 	combos := []map[string]cty.Value{{}}
 	var keys []string

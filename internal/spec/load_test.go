@@ -88,6 +88,33 @@ image "x" {
 		want: []spec.Image{{Name: "x", Base: "registry.example/b:1", Python: "3.11", Env: map[string]string{"A": "1", "B": "2"},
 			Runtime: runtime.Config{Swappiness: ptr(1), Storage: runtime.Storage{Path: "/storage", Timeout: runtime.Duration(120e9)}}}},
 	}, {
+		name: "inherits: defaults, then parents in order, then own",
+		src: `defaults {
+  python = "3.10"
+  env = { D = "d" }
+}
+image "base" {
+  base = "registry.example/b:1"
+  apt = ["jq"]
+  env = { P = "base" }
+` + repos + `}
+image "extra" {
+  base = "registry.example/b:2"
+  pip = ["tqdm"]
+  env = { P = "extra" }
+` + repos + `}
+image "child" {
+  inherits = ["base", "extra"]
+  python = "3.11"
+  env = { C = "c" }
+}
+`,
+		want: []spec.Image{
+			{Name: "base", Base: "registry.example/b:1", Python: "3.10", Apt: []string{"jq"}, Env: map[string]string{"D": "d", "P": "base"}},
+			{Name: "extra", Base: "registry.example/b:2", Python: "3.10", Pip: []string{"tqdm"}, Env: map[string]string{"D": "d", "P": "extra"}},
+			{Name: "child", Base: "registry.example/b:2", Python: "3.11", Apt: []string{"jq"}, Pip: []string{"tqdm"}, Env: map[string]string{"D": "d", "P": "extra", "C": "c"}},
+		},
+	}, {
 		name: "matrix with functions",
 		src: `image "t" {
   matrix = {

@@ -62,6 +62,9 @@ var imageOnly = []attr{
 	{name: "matrix", kind: kStringMap, typeDoc: "object of lists", def: "none",
 		example: `{ cuda = ["11.8", "12.1"], python = ["3.10", "3.11"] }`,
 		doc:     "An object of lists: one concrete image per combination. Each key is a variable in the block's expressions (`cuda`, `python`). Values are strings, numbers or bools."},
+	{name: "inherits", kind: kStrings, def: "[]",
+		example: `["pytorch-base"]`,
+		doc:     "Labels of image blocks in the same file whose attributes (not name, matrix or inherits) this image starts from; later parents win, the image's own attributes win over all, the defaults block lies beneath them. The parents are images in their own right."},
 }
 
 // imageBlock is the schema of an image (and, without imageOnly, defaults) body.

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,6 +34,9 @@ type loader struct {
 	usedVars map[string]bool
 	// names maps each image name to where it was defined.
 	names map[string]hcl.Range
+	// inheritMemo holds the inherited attributes of each image label of
+	// the file being decoded.
+	inheritMemo map[string]inheritResult
 }
 
 // collected are the attributes of an image or defaults body by dotted path
@@ -80,6 +84,7 @@ func (l *loader) decodeFile(f *hcl.File) []Image {
 	// Every image body is collected first, so that inherits can refer to
 	// blocks later in the file.
 	blocks := content.Blocks.OfType("image")
+	l.inheritMemo = map[string]inheritResult{}
 	owns := map[string]collected{}
 	for _, blk := range blocks {
 		own := collected{}
@@ -109,6 +114,20 @@ var notInherited = map[string]bool{"name": true, "matrix": true, "inherits": tru
 // inherited returns the attributes image label takes from the images its
 // inherits attribute names, in order (later parents win), recursively.
 func (l *loader) inherited(ctx *hcl.EvalContext, label string, own collected, owns map[string]collected, chain []string) (collected, bool) {
+	if r, ok := l.inheritMemo[label]; ok {
+		return r.attrs, r.ok
+	}
+	out, ok := l.inheritedUncached(ctx, label, own, owns, chain)
+	l.inheritMemo[label] = inheritResult{out, ok}
+	return out, ok
+}
+
+type inheritResult struct {
+	attrs collected
+	ok    bool
+}
+
+func (l *loader) inheritedUncached(ctx *hcl.EvalContext, label string, own collected, owns map[string]collected, chain []string) (collected, bool) {
 	out := collected{}
 	as := own["inherits"]
 	if len(as) == 0 {
@@ -146,11 +165,27 @@ func (l *loader) inherited(ctx *hcl.EvalContext, label string, own collected, ow
 		}
 		for k, v := range merge(grand, pown) {
 			if !notInherited[k] {
-				out[k] = append(out[k], v...)
+				out[k] = lastOccurrences(append(out[k], v...))
 			}
 		}
 	}
 	return out, true
+}
+
+// lastOccurrences drops all but the last occurrence of each attribute, so
+// that a diamond or a repeated parent neither changes who wins nor makes
+// the lists grow with every level.
+func lastOccurrences(as []*hcl.Attribute) []*hcl.Attribute {
+	seen := map[*hcl.Attribute]bool{}
+	out := make([]*hcl.Attribute, 0, len(as))
+	for i := len(as) - 1; i >= 0; i-- {
+		if !seen[as[i]] {
+			seen[as[i]] = true
+			out = append(out, as[i])
+		}
+	}
+	slices.Reverse(out)
+	return out
 }
 
 var variableSchema = &hcl.BodySchema{

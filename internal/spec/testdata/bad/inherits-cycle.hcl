@@ -1,4 +1,4 @@
-# want: 3 The images inherit in a loop: b -> a -> b
+# want: 12 The images inherit in a loop: a -> b -> a
 image "a" {
   inherits = ["b"]
   base     = "registry.example/base:1"

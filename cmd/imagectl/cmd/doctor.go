@@ -30,7 +30,7 @@ changes nothing. Inside an image without imagectl, run "imagectl-init doctor".
 Exit codes: 0 nothing failed, 1 at least one check failed.`,
 		Example: `  imagectl doctor
   IMAGECTL_RUNTIME_CONFIG=runtime.json imagectl doctor -o json
-  docker run --rm --gpus all IMAGE imagectl-init doctor`,
+  docker run --rm --gpus all IMAGE doctor   # the image's entrypoint is imagectl-init`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, err := out.json()

@@ -6,7 +6,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 
+# Services that were already running (someone's `make up`) are left running;
+# IMAGECTL_DOWN=1 stops them anyway. A fresh machine (CI) always stops them.
 down_done=
+if [ "${IMAGECTL_DOWN:-}" != 1 ] && hack/up.sh status 2>/dev/null; then
+  echo "test: services already running: leaving them up afterwards (make down stops them)" >&2
+  down_done=1
+fi
 down() { [ -n "$down_done" ] || { down_done=1; hack/down.sh; }; }
 trap down EXIT
 trap 'exit 130' INT TERM

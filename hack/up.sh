@@ -10,11 +10,6 @@ export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 cache=$root/.cache
 mkdir -p "$cache/logs" "$cache/pids" "$cache/buildkit" "$cache/registry" "$cache/wheels" "$root/bin"
 
-for t in buildkitd buildctl registry crane; do
-  [ -x "bin/$t" ] || { echo "up: bin/$t is missing: run make tools" >&2; exit 1; }
-done
-command -v runc >/dev/null || { echo "up: runc is missing: run make deps" >&2; exit 1; }
-
 # alive NAME: the recorded PID runs the recorded binary.
 alive() {
   local f=$cache/pids/$1.pid pid exe
@@ -46,6 +41,20 @@ wait_for() {
   tail -n 20 "$cache/logs/$name.log" >&2
   exit 1
 }
+
+# hack/up.sh status: exit 0 when every service up.sh starts is running.
+if [ "${1:-}" = status ]; then
+  for n in buildkitd registry wheelindex; do
+    alive "$n" || { echo "up: $n is not running" >&2; exit 1; }
+  done
+  [ -f "$cache/env" ] || { echo "up: no .cache/env" >&2; exit 1; }
+  exit 0
+fi
+
+for t in buildkitd buildctl registry crane; do
+  [ -x "bin/$t" ] || { echo "up: bin/$t is missing: run make tools" >&2; exit 1; }
+done
+command -v runc >/dev/null || { echo "up: runc is missing: run make deps" >&2; exit 1; }
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 

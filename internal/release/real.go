@@ -138,29 +138,27 @@ func (r *Real) Build(ctx context.Context, l *lock.Lock) (Built, error) {
 		return Built{}, fmt.Errorf("build returned %q, not a digest reference: %w", res.Ref, err)
 	}
 	b := Built{Digest: d, Size: res.Size, Layers: len(res.Layers)}
-	prev, err := r.previousLayers(ctx, l.Name)
+	prev, err := r.previousRelease(l.Name)
+	if err != nil || prev == nil {
+		return b, err
+	}
+	seen, err := r.layers(ctx, prev)
 	if err != nil {
 		return Built{}, err
 	}
-	if prev != nil {
-		for _, layer := range res.Layers {
-			if !prev[layer.Digest] {
-				b.ChangedLayers++
-				b.ChangedBytes += layer.Size
-			}
+	b.Previous = prev.Source
+	for _, layer := range res.Layers {
+		if !seen[layer.Digest] {
+			b.ChangedLayers++
+			b.ChangedBytes += layer.Size
 		}
 	}
 	return b, nil
 }
 
-// previousLayers returns the layer digests of the newest release of image,
-// or nil when there is none.
-func (r *Real) previousLayers(ctx context.Context, image string) (map[string]bool, error) {
-	prev, err := r.previousRelease(image)
-	if err != nil || prev == nil {
-		return nil, err
-	}
-	d, err := prev.Digest()
+// layers returns the layer digests of a release.
+func (r *Real) layers(ctx context.Context, rel *promote.Release) (map[string]bool, error) {
+	d, err := rel.Digest()
 	if err != nil {
 		return nil, err
 	}
@@ -333,4 +331,3 @@ func (r *Real) signOpts(base []sign.Option) []sign.Option {
 
 // ensure Real satisfies Stages.
 var _ Stages = (*Real)(nil)
-

@@ -59,6 +59,9 @@ type Built struct {
 	ChangedLayers int
 	ChangedBytes  int64
 	Layers        int
+	// Previous is the digest of the previous release compared against;
+	// empty for a first release.
+	Previous string
 }
 
 // Promoted describes a promotion.
@@ -72,8 +75,11 @@ type Promoted struct {
 
 // Outcome is what happened to one image.
 type Outcome struct {
-	Image    string
+	Image string
+	// Ref is the built image in the staging repository, repo@sha256:...
+	Ref      string
 	Digest   string
+	Previous string
 	Size     int64
 	Layers   int
 	Changed  int
@@ -225,7 +231,8 @@ func runOne(ctx context.Context, img spec.Image, s Stages, o *options) Outcome {
 	}) {
 		return oc
 	}
-	oc.Digest, oc.Size, oc.Layers, oc.Changed, oc.Delta = b.Digest.String(), b.Size, b.Layers, b.ChangedLayers, b.ChangedBytes
+	oc.Ref, oc.Digest, oc.Previous = b.Digest.String(), b.Digest.DigestStr(), b.Previous
+	oc.Size, oc.Layers, oc.Changed, oc.Delta = b.Size, b.Layers, b.ChangedLayers, b.ChangedBytes
 	if !step(StageSign, func() (bool, error) {
 		done, err := s.Signed(ctx, b.Digest)
 		if err != nil || done {

@@ -197,7 +197,15 @@ func verifyRuntime(f *releaseFlags) (func(*lock.Lock, name.Digest) (verify.Runti
 	case "podman", "docker":
 		return func(l *lock.Lock, d name.Digest) (verify.Runtime, error) {
 			vf := verifyFlags{runtime: kind, storage: f.storage}
-			return podmanRuntime(&vf, d, l), nil
+			if vf.storage != "" {
+				return podmanRuntime(&vf, d, l), nil
+			}
+			st, err := release.ReadyStorage(l)
+			if err != nil {
+				return nil, err
+			}
+			vf.storage = st.Dir
+			return st.Wrap(podmanRuntime(&vf, d, l)), nil
 		}, nil
 	}
 	return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--verify-runtime %q: want auto, in-place, podman or docker", f.runtime))
@@ -242,7 +250,9 @@ func buildkitVersion(cmd *cobra.Command, c *client.Client) string {
 
 type releaseRow struct {
 	Image         string             `json:"image"`
+	Ref           string             `json:"ref,omitempty"`
 	Digest        string             `json:"digest,omitempty"`
+	Previous      string             `json:"previous,omitempty"`
 	Size          int64              `json:"size,omitempty"`
 	Layers        int                `json:"layers,omitempty"`
 	ChangedLayers int                `json:"changed_layers"`
@@ -260,7 +270,7 @@ type releaseRow struct {
 func releaseJSON(outcomes []release.Outcome) []releaseRow {
 	rows := make([]releaseRow, 0, len(outcomes))
 	for _, oc := range outcomes {
-		r := releaseRow{Image: oc.Image, Digest: oc.Digest, Size: oc.Size, Layers: oc.Layers,
+		r := releaseRow{Image: oc.Image, Ref: oc.Ref, Digest: oc.Digest, Previous: oc.Previous, Size: oc.Size, Layers: oc.Layers,
 			ChangedLayers: oc.Changed, DeltaBytes: oc.Delta, Verify: oc.Result,
 			Reference: oc.Promoted.Reference, Tags: oc.Promoted.Tags, Changelog: oc.Promoted.Changelog,
 			Resumed: oc.Resumed, FailedStage: oc.FailedStage, Seconds: map[string]float64{}}
@@ -283,11 +293,12 @@ func writeReleaseTable(w io.Writer, outcomes []release.Outcome) error {
 		if oc.Err != nil {
 			result = "stopped at " + oc.FailedStage
 		}
-		changed := "first release"
-		if oc.Changed > 0 || oc.Delta > 0 {
+		changed := "-"
+		switch {
+		case oc.Digest != "" && oc.Previous == "":
+			changed = "first release"
+		case oc.Digest != "":
 			changed = fmt.Sprintf("%d/%d (%s)", oc.Changed, oc.Layers, humanBytes(oc.Delta))
-		} else if oc.Digest != "" && oc.Layers > 0 {
-			changed = fmt.Sprintf("0/%d", oc.Layers)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", oc.Image, short(oc.Digest), humanBytes(oc.Size),
 			changed, verifySummary(oc.Result), strings.Join(oc.Promoted.Tags, ","), result)

@@ -110,12 +110,19 @@ func resolveBase(ctx context.Context, ref string) (lock.Base, error) {
 	return b, nil
 }
 
-// resolveDebs asks apt inside the base for the closure of pkgs: URL, size
-// and SHA256 of every .deb it would download (apt's --print-uris).
+// resolveDebs asks apt inside the base for the closure of pkgs (apt-get
+// --print-uris: URL and size of every .deb it would download) and takes
+// each file's SHA256 from apt's package records (apt-cache show).
 func resolveDebs(ctx context.Context, c *client.Client, base string, pkgs ...string) ([]lock.Deb, error) {
+	script := `set -e
+apt-get update -qq >/dev/null
+apt-get install --print-uris -qq --no-install-recommends ` + strings.Join(pkgs, " ") + ` > /out/uris
+for f in $(awk '{print $2}' /out/uris); do
+  n=${f%%_*}; v=$(echo "$f" | cut -d_ -f2 | sed 's/%3a/:/g')
+  apt-cache show "$n=$v" | grep -E '^(Filename|SHA256):'
+done > /out/show`
 	st := llb.Image(base, llb.Platform(platform)).Run(
-		llb.Args([]string{"/bin/sh", "-c", "apt-get update -qq >/dev/null && apt-get install --print-uris -qq --no-install-recommends " +
-			strings.Join(pkgs, " ") + " > /out/uris"}),
+		llb.Args([]string{"/bin/sh", "-c", script}),
 		llb.AddEnv("PATH", systemPath),
 		llb.IgnoreCache,
 	).AddMount("/out", llb.Scratch())
@@ -131,16 +138,30 @@ func resolveDebs(ctx context.Context, c *client.Client, base string, pkgs ...str
 	if _, err := c.Solve(ctx, def, client.SolveOpt{Exports: []client.ExportEntry{{Type: client.ExporterLocal, OutputDir: dir}}}, nil); err != nil {
 		return nil, fmt.Errorf("resolving debs in the base: %w", err)
 	}
-	f, err := os.Open(filepath.Join(dir, "uris"))
+	show, err := os.ReadFile(filepath.Join(dir, "show"))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	sha := map[string]string{} // file name -> sha256
+	var file string
+	for _, line := range strings.Split(string(show), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		switch k {
+		case "Filename":
+			file, _ = url.PathUnescape(filepath.Base(v))
+		case "SHA256":
+			sha[file] = v
+		}
+	}
+	uris, err := os.ReadFile(filepath.Join(dir, "uris"))
+	if err != nil {
+		return nil, err
+	}
 	var debs []lock.Deb
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(strings.NewReader(string(uris)))
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) != 4 || !strings.HasPrefix(fields[3], "SHA256:") {
+		if len(fields) < 3 {
 			return nil, fmt.Errorf("unexpected apt --print-uris line %q", sc.Text())
 		}
 		size, err := strconv.ParseInt(fields[2], 10, 64)
@@ -155,8 +176,12 @@ func resolveDebs(ctx context.Context, c *client.Client, base string, pkgs ...str
 		if len(parts) != 3 {
 			return nil, fmt.Errorf("unexpected deb file name %q", fields[1])
 		}
+		h := sha[fn+".deb"]
+		if h == "" {
+			return nil, fmt.Errorf("apt-cache show gave no SHA256 for %s", fields[1])
+		}
 		debs = append(debs, lock.Deb{Name: parts[0], Version: parts[1], Arch: parts[2],
-			URL: strings.Trim(fields[0], "'"), SHA256: strings.ToLower(strings.TrimPrefix(fields[3], "SHA256:")), Size: size})
+			URL: strings.Trim(fields[0], "'"), SHA256: h, Size: size})
 	}
 	if len(debs) == 0 {
 		return nil, fmt.Errorf("apt resolved no packages for %v", pkgs)

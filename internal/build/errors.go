@@ -97,11 +97,14 @@ func Artifacts(def *pb.Definition, l *lock.Lock) (map[digest.Digest]Artifact, er
 	return out, nil
 }
 
-// mismatchRE reads the served digest out of BuildKit's message
-// ("digest mismatch for URL: sha256:GOT (expected: sha256:WANT)"). It is
-// used for the report only: which package failed comes from the failing
-// vertex's digest, not from the text.
-var mismatchRE = regexp.MustCompile(`digest mismatch for \S+: (sha256:[0-9a-f]{64})`)
+// mismatchRE finds the digests in BuildKit's checksum failures, which come
+// in two forms: "digest mismatch for URL: sha256:GOT (expected: sha256:WANT)"
+// and "digest mismatch sha256:GOT: sha256:WANT". The served digest is the one
+// that is not the lock's. It is read for the report only: which package
+// failed comes from the failing vertex's digest, not from the text.
+var mismatchRE = regexp.MustCompile(`digest mismatch.*`)
+
+var digestRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
 
 // mapSolveError turns a failure of an HTTP source vertex into a
 // ChecksumError or FetchError naming the lock entry.
@@ -114,9 +117,16 @@ func mapSolveError(err error, arts map[digest.Digest]Artifact) error {
 	if !ok {
 		return err
 	}
-	if m := mismatchRE.FindStringSubmatch(err.Error()); m != nil {
+	if m := mismatchRE.FindString(err.Error()); m != "" {
 		want, _ := sha256Digest(a.SHA256)
-		return &ChecksumError{Artifact: a, Want: want.String(), Got: m[1], Err: err}
+		ce := &ChecksumError{Artifact: a, Want: want.String(), Err: err}
+		for _, d := range digestRE.FindAllString(m, -1) {
+			if d != ce.Want {
+				ce.Got = d
+				break
+			}
+		}
+		return ce
 	}
 	return &FetchError{Artifact: a, Err: err}
 }

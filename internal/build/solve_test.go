@@ -216,26 +216,31 @@ func TestChecksumErrorNamesPackage(t *testing.T) {
 		t.Fatalf("Artifacts() = %v, no vertex for demo-util", arts)
 	}
 	got := "sha256:" + sum("something else")
-	bkErr := fmt.Errorf("digest mismatch for %s: %s (expected: sha256:%s)", util.URL, got, util.SHA256)
-	wire := grpcerrors.FromGRPC(grpcerrors.ToGRPC(context.Background(), errdefs.WrapVertex(bkErr, vtx)))
-
-	fc := &fakeClient{err: wire}
-	_, err = Solve(context.Background(), fc, l, fakeInit(t), WithPush(true))
-	var ce *ChecksumError
-	if !errors.As(err, &ce) {
-		t.Fatalf("Solve() error = %v (%T), want a *ChecksumError", err, err)
-	}
-	if ce.Artifact.Name != "demo-util" || ce.Want != "sha256:"+util.SHA256 || ce.Got != got {
-		t.Errorf("ChecksumError = %+v, want demo-util, lock hash and served hash", ce)
-	}
-	for _, s := range []string{"demo-util", util.SHA256, got} {
-		if !strings.Contains(err.Error(), s) {
-			t.Errorf("error %q does not mention %s", err, s)
+	// BuildKit words it two ways, depending on where the check fails.
+	for _, msg := range []string{
+		fmt.Sprintf("digest mismatch for %s: %s (expected: sha256:%s)", util.URL, got, util.SHA256),
+		fmt.Sprintf("failed to solve: digest mismatch %s: sha256:%s", got, util.SHA256),
+	} {
+		wire := grpcerrors.FromGRPC(grpcerrors.ToGRPC(context.Background(), errdefs.WrapVertex(errors.New(msg), vtx)))
+		fc := &fakeClient{err: wire}
+		_, err = Solve(context.Background(), fc, l, fakeInit(t), WithPush(true))
+		var ce *ChecksumError
+		if !errors.As(err, &ce) {
+			t.Fatalf("Solve() with %q = %v (%T), want a *ChecksumError", msg, err, err)
+		}
+		if ce.Artifact.Name != "demo-util" || ce.Want != "sha256:"+util.SHA256 || ce.Got != got {
+			t.Errorf("ChecksumError = {%v want %s got %s}, want demo-util, lock hash and served hash", ce.Artifact, ce.Want, ce.Got)
+		}
+		for _, s := range []string{"demo-util", util.SHA256, got} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("error %q does not mention %s", err, s)
+			}
 		}
 	}
 
 	// An error on a vertex that is not a fetch stays as it is.
 	other := grpcerrors.FromGRPC(grpcerrors.ToGRPC(context.Background(), errdefs.WrapVertex(errors.New("exit code 1"), digest.FromString("x"))))
+	var ce *ChecksumError
 	if err := mapSolveError(other, arts); errors.As(err, &ce) {
 		t.Errorf("mapSolveError(non-fetch) = %v, want it unchanged", err)
 	}

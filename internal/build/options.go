@@ -26,17 +26,23 @@ type options struct {
 	registryHTTP bool
 }
 
+// makeOptions applies every option, even after one fails, so that a
+// status channel is always known (and closed) when an option is bad.
 func makeOptions(opts ...Option) (*options, error) {
 	o := &options{dialTimeout: 10 * time.Second}
+	var errs []error
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
-			return nil, err
+			errs = append(errs, err)
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return o, err
 	}
 	if o.initPath == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("locating imagectl-init beside the executable: %w", err)
+			return o, fmt.Errorf("locating imagectl-init beside the executable: %w", err)
 		}
 		o.initPath = filepath.Join(filepath.Dir(exe), "imagectl-init")
 	}

@@ -303,3 +303,21 @@ func TestSolveRegistryUnavailable(t *testing.T) {
 		t.Errorf("Solve() reached buildkitd although the registry is down")
 	}
 }
+
+// TestSolveClosesStatusOnBadOption: the CLI waits for the status channel to
+// close; a bad option must not leave it open.
+func TestSolveClosesStatusOnBadOption(t *testing.T) {
+	ch := make(chan *client.SolveStatus)
+	_, err := Solve(context.Background(), &fakeClient{}, unitLock(), WithCacheFrom("ref=no-type"), WithStatus(ch), fakeInit(t))
+	if err == nil {
+		t.Fatal("Solve() with a bad cache option succeeded")
+	}
+	select {
+	case _, ok := <-ch:
+		if ok {
+			t.Fatal("status channel received a value, want it closed")
+		}
+	case <-time.After(time.Second):
+		t.Fatal("status channel left open after a failed Solve")
+	}
+}

@@ -195,18 +195,7 @@ func verifyRuntime(f *releaseFlags) (func(*lock.Lock, name.Digest) (verify.Runti
 	case "in-place":
 		return func(*lock.Lock, name.Digest) (verify.Runtime, error) { return &verify.InPlace{}, nil }, nil
 	case "podman", "docker":
-		return func(l *lock.Lock, d name.Digest) (verify.Runtime, error) {
-			vf := verifyFlags{runtime: kind, storage: f.storage}
-			if vf.storage != "" {
-				return podmanRuntime(&vf, d, l), nil
-			}
-			st, err := release.ReadyStorage(l)
-			if err != nil {
-				return nil, err
-			}
-			vf.storage = st.Dir
-			return st.Wrap(podmanRuntime(&vf, d, l)), nil
-		}, nil
+		return release.Container(kind, f.storage, nil), nil
 	}
 	return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--verify-runtime %q: want auto, in-place, podman or docker", f.runtime))
 }

@@ -34,6 +34,9 @@ fi
 mkdir -p "$root/bin"
 echo "tools: building ${stale[*]##*/} (cold: several minutes)" >&2
 start=$(date +%s)
+# BuildKit reports its version only through -X; take it from tools/go.mod.
+bkver=$(cd tools && go list -m -f '{{.Version}}' github.com/moby/buildkit)
+ldflags="-X github.com/moby/buildkit/version.Version=$bkver -X github.com/moby/buildkit/version.Package=github.com/moby/buildkit"
 # One go build for all stale tools: they share most of their dependencies.
-(cd tools && go build -trimpath -o "$root/bin/" "${stale[@]}")
+(cd tools && go build -trimpath -ldflags "$ldflags" -o "$root/bin/" "${stale[@]}")
 echo "tools: built in $(( $(date +%s) - start ))s" >&2

@@ -127,19 +127,9 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
-	img, err := random.Image(64, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	base := strings.TrimPrefix(reg.URL, "http://") + "/imagectl/debian-base:bookworm"
-	ref, err := name.ParseReference(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatal(err)
-	}
 	f := &fixture{base: base, runner: &fakeRunner{apt: aptJQ}}
+	f.pushBase(t)
 	f.files = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, fw := range f.runner.wheels {
 			if r.URL.Path == "/files/"+fw.file() {
@@ -159,6 +149,22 @@ func newFixture(t *testing.T) *fixture {
 		{name: "demo-util", version: "1.0.0", requested: true, requires: []string{"demo-core>=1.0"}},
 	}
 	return f
+}
+
+// pushBase pushes a new random image to the base tag.
+func (f *fixture) pushBase(t *testing.T) {
+	t.Helper()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(f.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // demo is the demo image as the spec package decodes it.

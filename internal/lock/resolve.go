@@ -33,6 +33,8 @@ func Resolve(ctx context.Context, img spec.Image, opts ...Option) (*Lock, error)
 type plan struct {
 	constraints []string // "name==version" for pip
 	keepApt     []Deb    // non-nil: reuse this apt closure
+	keepBase    *Base    // non-nil: reuse this base (and keepEpoch)
+	keepEpoch   int64
 }
 
 func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *pipResult, error) {
@@ -68,8 +70,13 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 		}
 	}
 
-	base, created, err := resolveBase(ctx, img.Base, o.remote)
-	if err != nil {
+	var (
+		base    Base
+		created int64
+	)
+	if p.keepBase != nil && p.keepBase.Ref == img.Base {
+		base, created = *p.keepBase, p.keepEpoch
+	} else if base, created, err = resolveBase(ctx, img.Base, o.remote); err != nil {
 		return nil, nil, err
 	}
 	pinned, err := base.pinned()

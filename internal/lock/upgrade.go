@@ -32,8 +32,8 @@ func (e *FrozenError) Error() string {
 // frozen core (torch, CUDA, the Python minor and the spec's frozen list)
 // keeps its locked versions: those are given to pip as constraints, so a
 // periphery package that needs a newer core fails with pip's explanation
-// naming it. WithPackages limits the upgrade to the named packages; the
-// apt closure is re-resolved unless WithPackages names no apt package.
+// naming it. WithPackages limits the upgrade to the named packages; when it
+// names no apt package, the base and the apt closure stay as locked.
 func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*Lock, error) {
 	o, err := makeOptions(opts)
 	if err != nil {
@@ -89,7 +89,10 @@ func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*L
 		}
 	}
 	if !aptTouched {
+		// Only wheels move: the base and the apt closure stay as locked.
 		p.keepApt = append([]Deb{}, old.Apt...)
+		b := old.Base
+		p.keepBase, p.keepEpoch = &b, old.SourceDateEpoch
 	}
 	l, res, err := resolve(ctx, img, o, p)
 	if err != nil {

@@ -101,3 +101,30 @@ func (f *fixture) old(t *testing.T, old *Lock) {
 		f.runner.wheels = append(f.runner.wheels, fakeWheel{name: w.Name, version: w.Version, requested: true})
 	}
 }
+
+func TestUpgradeBaseMoves(t *testing.T) {
+	f := newFixture(t)
+	img := f.demo()
+	old, err := Resolve(context.Background(), img, f.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.pushBase(t) // the tag moves upstream
+
+	l, err := Upgrade(context.Background(), img, old, f.opts(WithPackages("demo-util"))...)
+	if err != nil {
+		t.Fatalf("Upgrade(--package demo-util) = %v", err)
+	}
+	if l.Base != old.Base {
+		t.Errorf("Upgrade(--package demo-util) moved the base: %+v -> %+v", old.Base, l.Base)
+	}
+
+	l, err = Upgrade(context.Background(), img, old, f.opts()...)
+	if err != nil {
+		t.Fatalf("Upgrade() = %v", err)
+	}
+	c := Diff(old, l)
+	if len(c.Changed) != 1 || c.Changed[0].Kind != "base" || c.Changed[0].To != l.Base.ManifestDigest {
+		t.Errorf("Diff(old, upgraded) = %+v, want the base's new digest %s", c, l.Base.ManifestDigest)
+	}
+}

@@ -23,7 +23,9 @@ type GPUProber interface {
 
 // hostChecks turns the host facts into checks. gpuErr is the prober's
 // error (nil when GPUs were found).
-func hostChecks(l *lock.Lock, h Host, gpuErr error, secs float64) []Check {
+// fromImage says the facts came from the image's torch probe, which cannot
+// see MIG or NVLink.
+func hostChecks(l *lock.Lock, h Host, gpuErr error, secs float64, fromImage bool) []Check {
 	cpuOnly := l.Verify.CPUOnly
 	visible := Check{Name: "gpu.visible", Seconds: secs}
 	switch {
@@ -123,6 +125,9 @@ func hostChecks(l *lock.Lock, h Host, gpuErr error, secs float64) []Check {
 			mig.Detail = "MIG instances cannot run a multi-GPU NCCL all-reduce; disable MIG on verification nodes"
 		}
 	}
+	if fromImage {
+		mig = Check{Name: "gpu.mig", Status: Skip, Detail: "MIG mode needs NVML on the node; the facts came from the image's torch probe"}
+	}
 	checks = append(checks, mig)
 
 	nv := Check{Name: "gpu.nvlink", Status: Pass}
@@ -135,6 +140,9 @@ func hostChecks(l *lock.Lock, h Host, gpuErr error, secs float64) []Check {
 	nv.Value = "active links per GPU: " + strings.Join(links, ", ")
 	if total == 0 && len(h.GPUs) > 1 {
 		nv.Detail = "no active NVLink: the all-reduce goes over PCIe"
+	}
+	if fromImage {
+		nv = Check{Name: "gpu.nvlink", Status: Skip, Detail: "NVLink state needs NVML on the node; the facts came from the image's torch probe"}
 	}
 	checks = append(checks, nv)
 	return checks

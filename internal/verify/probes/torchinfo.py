@@ -13,7 +13,8 @@ import sys
 def driver_from_proc():
     try:
         with open("/proc/driver/nvidia/version") as f:
-            m = re.search(r"Kernel Module\s+(\S+)", f.read())
+            # "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."
+            m = re.search(r"Kernel Module\b.*?\s(\d+\.\d+(?:\.\d+)*)\s", f.readline() + " ")
             return m.group(1) if m else None
     except OSError:
         return None

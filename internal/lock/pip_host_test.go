@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,3 +114,78 @@ var hostPython = func() string {
 	}
 	return "/usr/bin"
 }()
+
+// torchIndex serves a wheelhouse index under /whl/<variant>/ as the PyTorch
+// index lays itself out, and returns the spec's torch_index base URL.
+func serveTorchIndex(t *testing.T, variant string, specs ...wheelhouse.Spec) (base string, ix testenv.WheelIndex) {
+	t.Helper()
+	ix = testenv.NewWheelIndex(t, specs...)
+	h := wheelhouse.Handler(ix.Dir)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/whl/"+variant+"/"); ok {
+			r.URL.Path = "/simple/" + rest
+		} else if rest, ok := strings.CutPrefix(r.URL.Path, "/whl/files/"); ok {
+			r.URL.Path = "/files/" + rest
+		}
+		r.URL.RawPath = ""
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/", ix
+}
+
+// TestTorchOnHost locks a CUDA torch image with the embedded catalog and
+// the real pip against stand-in torch and nvidia-* wheels: the core comes
+// from the catalog and the wheel, a newer torch stays out of an upgrade,
+// and a wheel whose cuDNN pin differs from the spec's fails naming both.
+func TestTorchOnHost(t *testing.T) {
+	if err := exec.Command(filepath.Join(hostPython, "python3"), "-m", "pip", "--version").Run(); err != nil {
+		t.Skipf("%s/python3 has no pip: %v", hostPython, err)
+	}
+	ctx := context.Background()
+	torch := func(version, cudnn string) wheelhouse.Spec {
+		return wheelhouse.Spec{Name: "torch", Version: version, Requires: []string{
+			`nvidia-nccl-cu12==2.21.5; platform_system == "Linux" and platform_machine == "x86_64"`,
+			`nvidia-cudnn-cu12==` + cudnn + `; platform_system == "Linux" and platform_machine == "x86_64"`,
+		}}
+	}
+	libs := []wheelhouse.Spec{{Name: "nvidia-nccl-cu12", Version: "2.21.5"}, {Name: "nvidia-cudnn-cu12", Version: "9.1.0.70"}, {Name: "nvidia-cudnn-cu12", Version: "9.5.1.17"}}
+	f := newFixture(t)
+	img := f.demo()
+	img.Apt, img.Frozen, img.PipIndexes = nil, nil, nil
+	img.Pip = []string{"torch"}
+	img.CUDA, img.Torch, img.NCCL, img.CUDNN, img.DriverFloor = "12.4", "2.6.0", "2.21.5", "9.1.0.70", "525.60.13"
+	opts := []Option{WithRunner(hostRunner{t: t, python: hostPython}), WithSourceDateEpoch(0)}
+
+	base, ix := serveTorchIndex(t, "cu124", append(libs, torch("2.6.0+cu124", "9.1.0.70"))...)
+	img.TorchIndex = base
+	old, err := Resolve(ctx, img, opts...)
+	if err != nil {
+		t.Fatalf("Resolve(torch image) = %v", err)
+	}
+	if old.Core.Torch != "2.6.0+cu124" || old.Core.TorchVariant != "cu124" || len(old.Core.Archs) == 0 || old.Core.DriverFloor != "525.60.13" {
+		t.Errorf("core = %+v, want torch 2.6.0+cu124, variant cu124, archs and the floor from the catalog", old.Core)
+	}
+	if got := version(old, "nvidia-cudnn-cu12"); got != "9.1.0.70" {
+		t.Errorf("locked nvidia-cudnn-cu12 %s, want the wheel's pin 9.1.0.70", got)
+	}
+	if want := base + "whl/cu124"; len(old.PipIndexes) != 1 || old.PipIndexes[0] != want {
+		t.Errorf("pip indexes = %q, want [%q]", old.PipIndexes, want)
+	}
+
+	ix.Publish(t, torch("2.7.0+cu124", "9.1.0.70"))
+	up, err := Upgrade(ctx, img, old, opts...)
+	if err != nil {
+		t.Fatalf("Upgrade() = %v", err)
+	}
+	if got := version(up, "torch"); got != "2.6.0+cu124" {
+		t.Errorf("Upgrade() moved torch to %s; the frozen core must stay at 2.6.0+cu124", got)
+	}
+
+	base2, _ := serveTorchIndex(t, "cu124", append(libs, torch("2.6.0+cu124", "9.5.1.17"))...)
+	img.TorchIndex = base2
+	_, err = Resolve(ctx, img, opts...)
+	if want := "torch 2.6.0+cu124 pins nvidia-cudnn-cu12==9.5.1.17, the spec's cudnn is 9.1.0.70"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Resolve(torch with another cuDNN pin) = %v, want an error containing %q", err, want)
+	}
+}

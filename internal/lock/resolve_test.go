@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -249,5 +250,47 @@ func TestResolveTorchPins(t *testing.T) {
 				t.Errorf("runtime facts = %+v, floor %q; want torch and the floor from the core", l.Runtime.Image, l.Runtime.DriverFloor)
 			}
 		})
+	}
+}
+
+func TestResolveCredentialsStayOut(t *testing.T) {
+	f := newFixture(t)
+	const secret = "s3cret-pw"
+	host := strings.Split(strings.TrimPrefix(f.files.URL, "http://"), ":")[0]
+	netrc := []byte("machine " + host + " login alice password " + secret + "\n")
+	authed := 0
+	inner := f.files.Config.Handler
+	f.files.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "alice" || p != secret {
+			http.Error(w, "auth", http.StatusUnauthorized)
+			return
+		}
+		authed++
+		inner.ServeHTTP(w, r)
+	})
+	l, err := Resolve(context.Background(), f.demo(), f.opts(WithNetrc(netrc))...)
+	if err != nil {
+		t.Fatalf("Resolve(with netrc) = %v", err)
+	}
+	if authed != len(l.Pip) {
+		t.Errorf("%d authenticated HEAD requests, want %d", authed, len(l.Pip))
+	}
+	b, _ := Marshal(l)
+	pj, _ := f.runner.job("pip resolve")
+	if !pj.Netrc {
+		t.Error("pip job does not mount the netrc secret")
+	}
+	def, err := pj.Definition(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var llb []byte
+	for _, d := range def.Def {
+		llb = append(llb, d...)
+	}
+	for what, b := range map[string][]byte{"lock": b, "script": []byte(pj.Script), "requirements": pj.Files["requirements.txt"], "LLB": llb} {
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("the %s contains the index password", what)
+		}
 	}
 }

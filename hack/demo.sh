@@ -36,6 +36,19 @@ done
 step "lint specs/demo.hcl"
 bin/imagectl lint specs/demo.hcl
 
+# A lock left by an earlier run whose spec has changed since is re-resolved;
+# a missing one is resolved by release --lock-missing.
+if [ -f "$images/demo/lock.json" ]; then
+  rc=0
+  bin/imagectl lock --check specs/demo.hcl --image demo --dir "$images" || rc=$?
+  case $rc in
+    0) ;;
+    3) step "the demo spec changed since its lock: re-locking"
+       bin/imagectl lock specs/demo.hcl --image demo --dir "$images" ;;
+    *) exit "$rc" ;;
+  esac
+fi
+
 step "release: lock check -> build -> sign + attest -> verify -> promote"
 bin/imagectl release specs/demo.hcl --image demo --images-dir "$images" --lock-missing \
   --key "$keys/signer/cosign.key" --verifier-key "$keys/verifier/cosign.key" \

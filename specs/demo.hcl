@@ -46,6 +46,8 @@ image "demo" {
     swappiness = 1
     min_shm    = "1GiB"
     tmpdir     = "/storage/tmp"
+    # read by the platform and by the verify stage's init.fingerprint check
+    fingerprint_path = "/storage/.imagectl/fingerprint.json"
     caches {
       inductor    = "/storage/cache/inductor"
       triton      = "/storage/cache/triton"

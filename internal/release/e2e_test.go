@@ -18,13 +18,15 @@ import (
 	"imagectl/internal/sign"
 	"imagectl/internal/spec"
 	"imagectl/internal/testenv"
+	"imagectl/internal/wheelhouse"
 )
 
 // TestReleaseDemoEndToEnd runs the whole pipeline on the demo spec against
 // the real buildkitd, registry and podman: lock, build, sign, verify (in a
 // container, through the image's init), promote; then pins the release tag,
-// re-runs (everything resumes, nothing changes) and releases the next month
-// (no layer changed, the changelog says so).
+// re-runs (everything resumes, nothing changes) and does the next month's
+// release after a newer periphery wheel appeared: only the periphery layers
+// change, the changelog names the package, the old release stays pinnable.
 func TestReleaseDemoEndToEnd(t *testing.T) {
 	env := testenv.Get(t)
 	if _, err := exec.LookPath("podman"); err != nil {
@@ -36,8 +38,14 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
+	// A wheel index of this test's own, so it can publish next month's wheel.
+	index := testenv.NewWheelIndex(t,
+		wheelhouse.Spec{Name: "demo-core", Version: "1.0.0", PayloadBytes: 8 << 20},
+		wheelhouse.Spec{Name: "demo-util", Version: "1.0.0", Requires: []string{"demo-dep>=1"}},
+		wheelhouse.Spec{Name: "demo-dep", Version: "1.0.0"},
+	)
 	imgs, err := spec.Load(ctx, []string{filepath.Join(env.Root, "specs", "demo.hcl")},
-		spec.WithVars(map[string]string{"registry": env.Registry, "wheel_index": env.WheelIndex}))
+		spec.WithVars(map[string]string{"registry": env.Registry, "wheel_index": index.URL}))
 	if err != nil {
 		t.Fatalf("spec.Load(demo) = %v", err)
 	}
@@ -138,33 +146,52 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 		t.Errorf("second run resumed %q, want sign,verify", got)
 	}
 
-	// Next month with the same lock: nothing changed, and the table says so.
+	// Next month: a newer periphery wheel is out; the upgrade moves it and
+	// keeps the frozen demo-core.
+	index.Publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.1.0", Requires: []string{"demo-dep>=1"}})
+	lockPath := lock.Path(images, "demo")
+	old, err := lock.Read(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := lock.Upgrade(ctx, imgs[0], old, lock.WithBuildkit(env.BuildkitHost))
+	if err != nil {
+		t.Fatalf("lock.Upgrade() = %v", err)
+	}
+	if err := lock.Write(lockPath, upgraded); err != nil {
+		t.Fatal(err)
+	}
 	next, err := Run(ctx, imgs, stages("2026-12"))
 	if err != nil {
 		t.Fatalf("next month's Run() = %v", err)
 	}
 	n := next[0]
-	if n.Previous != oc.Ref || n.Changed != 0 || n.Delta != 0 {
-		t.Errorf("next month: Previous = %q, Changed = %d, Delta = %d; want %q, 0, 0", n.Previous, n.Changed, n.Delta, oc.Ref)
+	if n.Previous != oc.Ref || n.Digest == oc.Digest {
+		t.Errorf("next month: Previous = %q, Digest = %s; want the previous release %q and a new digest", n.Previous, n.Digest, oc.Ref)
 	}
-	if b, err := os.ReadFile(n.Promoted.Changelog); err != nil || !strings.Contains(string(b), "Changes since 2026-11") {
-		t.Errorf("changelog %s = %q, %v; want the diff against 2026-11", n.Promoted.Changelog, b, err)
+	if n.Changed == 0 || n.Changed >= n.Layers || n.Delta >= n.Size/4 {
+		t.Errorf("next month changed %d of %d layers, %d of %d bytes; want only the small periphery layers", n.Changed, n.Layers, n.Delta, n.Size)
 	}
-	// The same digest is one release carrying both months' tags; the old tag stays.
-	rf, err = promote.ReadFile(filepath.Join(images, "demo", promote.FileName))
-	if err != nil {
-		t.Fatal(err)
+	b, err := os.ReadFile(n.Promoted.Changelog)
+	if err != nil || !strings.Contains(string(b), "demo-util") || !strings.Contains(string(b), "1.1.0") || !strings.Contains(string(b), "demo-2026.11") {
+		t.Errorf("changelog %s = %q, %v; want demo-util 1.1.0 since demo-2026.11", n.Promoted.Changelog, b, err)
 	}
-	if len(rf.Releases) != 1 || strings.Join(rf.Releases[0].Tags, ",") != "demo-2026.11,demo-2026.12" {
-		t.Errorf("release file after two months of one digest = %+v; want one release tagged demo-2026.11,demo-2026.12", rf.Releases)
+	if strings.Contains(string(b), "demo-core") {
+		t.Errorf("changelog %s mentions the frozen demo-core:\n%s", n.Promoted.Changelog, b)
 	}
-	for _, tg := range []string{"demo-2026.11", "demo-2026.12", "demo"} {
+
+	// Both months are pinnable: the moving tag follows, old releases stay.
+	for tg, want := range map[string]string{
+		"demo-2026.11": wantRef,
+		"demo-2026.12": imgs[0].Repos.Release + "@" + n.Digest,
+		"demo":         imgs[0].Repos.Release + "@" + n.Digest,
+	} {
 		tag, err := name.NewTag(imgs[0].Repos.Release + ":" + tg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p, err := promote.Pin(ctx, tag, promote.WithTrustedKeys(signPub), promote.WithVerifierKeys(verPub)); err != nil || p.Ref != wantRef {
-			t.Errorf("Pin(%s) = %v, %v; want %s", tag, p, err, wantRef)
+		if p, err := promote.Pin(ctx, tag, promote.WithTrustedKeys(signPub), promote.WithVerifierKeys(verPub)); err != nil || p.Ref != want {
+			t.Errorf("Pin(%s) = %+v, %v; want %s", tag, p, err, want)
 		}
 	}
 }

@@ -138,7 +138,7 @@ func (r *Real) Build(ctx context.Context, l *lock.Lock) (Built, error) {
 		return Built{}, fmt.Errorf("build returned %q, not a digest reference: %w", res.Ref, err)
 	}
 	b := Built{Digest: d, Size: res.Size, Layers: len(res.Layers)}
-	prev, err := r.previousRelease(l.Name)
+	prev, err := r.previousRelease(l.Name, d)
 	if err != nil || prev == nil {
 		return b, err
 	}
@@ -181,9 +181,9 @@ func (r *Real) layers(ctx context.Context, rel *promote.Release) (map[string]boo
 	return seen, nil
 }
 
-// previousRelease is the newest release in the image's release file from a
-// month before this one, or nil.
-func (r *Real) previousRelease(image string) (*promote.Release, error) {
+// previousRelease is the newest release in the image's release file of a
+// digest other than d, or nil: what a release of d is compared with.
+func (r *Real) previousRelease(image string, d name.Digest) (*promote.Release, error) {
 	f, err := promote.ReadFile(r.releasePath(image))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -192,7 +192,7 @@ func (r *Real) previousRelease(image string) (*promote.Release, error) {
 		return nil, err
 	}
 	for i := len(f.Releases) - 1; i >= 0; i-- {
-		if f.Releases[i].Month < r.cfg.Month {
+		if rd, err := f.Releases[i].Digest(); err == nil && rd.DigestStr() != d.DigestStr() {
 			return &f.Releases[i], nil
 		}
 	}
@@ -265,12 +265,19 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	relPath := r.releasePath(l.Name)
-	prev, err := r.previousRelease(l.Name)
+	prev, err := r.previousRelease(l.Name, d)
 	if err != nil {
 		return Promoted{}, err
 	}
-	month := strings.ReplaceAll(r.cfg.Month, "-", ".")
-	rel := promote.Release{Source: d.String(), Tags: []string{l.Name + "-" + month}, Month: r.cfg.Month, LockDigest: l.Digest}
+	f, err := promote.ReadFile(relPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = &promote.File{}, nil
+	}
+	if err != nil {
+		return Promoted{}, err
+	}
+	tag := releaseTag(f, l.Name, r.cfg.Month, d)
+	rel := promote.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
 	if err := promote.Record(relPath, l.Name, l.Repos.Release, rel, l.Name); err != nil {
 		return Promoted{}, err
 	}
@@ -284,16 +291,43 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 		return Promoted{}, err
 	}
 	p := Promoted{Reference: l.Repos.Release + "@" + d.DigestStr(), Tags: append(rel.Tags, l.Name)}
-	p.Changelog, err = r.writeChangelog(ctx, l, prev)
+	p.Changelog, err = r.writeChangelog(ctx, l, tag, prev)
 	return p, err
 }
 
-// writeChangelog writes images/<name>/changelog-YYYY-MM.md: the lock diff
+// releaseTag is the month's immutable tag for d: NAME-YYYY.MM, or, when a
+// re-release in the same month already gave that tag to another digest,
+// NAME-YYYY.MM.N with the first free N. A digest already released this
+// month keeps its tag.
+func releaseTag(f *promote.File, image, month string, d name.Digest) string {
+	owner := map[string]string{} // tag -> digest
+	for _, rel := range f.Releases {
+		rd, err := rel.Digest()
+		if err != nil {
+			continue
+		}
+		for _, t := range rel.Tags {
+			owner[t] = rd.DigestStr()
+		}
+	}
+	base := image + "-" + strings.ReplaceAll(month, "-", ".")
+	for n := 0; ; n++ {
+		t := base
+		if n > 0 {
+			t = fmt.Sprintf("%s.%d", base, n)
+		}
+		if o, ok := owner[t]; !ok || o == d.DigestStr() {
+			return t
+		}
+	}
+}
+
+// writeChangelog writes images/<name>/changelog-TAG.md: the lock diff
 // against the previous release's lock, read from its signed lock attestation
 // (the lock in git may have moved since).
-func (r *Real) writeChangelog(ctx context.Context, l *lock.Lock, prev *promote.Release) (string, error) {
+func (r *Real) writeChangelog(ctx context.Context, l *lock.Lock, tag string, prev *promote.Release) (string, error) {
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# %s %s\n\n", l.Name, r.cfg.Month)
+	fmt.Fprintf(&buf, "# %s (%s)\n\n", tag, r.cfg.Month)
 	if prev == nil {
 		fmt.Fprintf(&buf, "First release: %d debs, %d wheels.\n", len(l.Apt), len(l.Pip))
 	} else {
@@ -301,12 +335,12 @@ func (r *Real) writeChangelog(ctx context.Context, l *lock.Lock, prev *promote.R
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&buf, "Changes since %s (%s):\n\n", prev.Month, prev.Source)
+		fmt.Fprintf(&buf, "Changes since %s (%s, %s):\n\n", strings.Join(prev.Tags, ", "), prev.Month, prev.Source)
 		if err := lock.Diff(old, l).WriteText(&buf); err != nil {
 			return "", err
 		}
 	}
-	path := filepath.Join(r.cfg.ImagesDir, l.Name, "changelog-"+r.cfg.Month+".md")
+	path := filepath.Join(r.cfg.ImagesDir, l.Name, "changelog-"+tag+".md")
 	return path, atomicfile.Write(path, buf.Bytes(), 0o644)
 }
 

@@ -9,9 +9,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 
+# Stop only what this run started; KEEP_UP=1 leaves it running for a look around.
+started=
+hack/up.sh status >/dev/null 2>&1 || started=1
 down_done=
-# KEEP_UP=1 leaves the services running for a look around.
-down() { [ -n "$down_done" ] || [ -n "${KEEP_UP:-}" ] || { down_done=1; hack/down.sh; }; }
+down() { [ -n "$down_done" ] || [ -z "$started" ] || [ -n "${KEEP_UP:-}" ] || { down_done=1; hack/down.sh; }; }
 trap down EXIT
 trap 'exit 130' INT TERM
 
@@ -81,5 +83,5 @@ cat <<EOT
     cosign verify --key $keys/signer/cosign.pub --insecure-ignore-tlog $pinned
     cosign verify-attestation --key $keys/verifier/cosign.pub --insecure-ignore-tlog \\
       --type https://imagectl.dev/attestations/verification/v1 $pinned
-  (the services are stopped now unless KEEP_UP=1; \`make up\` starts them again)
+  (services this run started are stopped now unless KEEP_UP=1; \`make up\` starts them again)
 EOT

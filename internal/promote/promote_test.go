@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -17,6 +19,7 @@ import (
 	"imagectl/internal/logs"
 	"imagectl/internal/promote"
 	"imagectl/internal/sign"
+	"imagectl/internal/testenv"
 	"imagectl/internal/verify"
 )
 
@@ -35,7 +38,17 @@ func rel(src string, month string, tags ...string) promote.Release {
 }
 
 func TestRefusals(t *testing.T) {
-	reg := newInProcessRegistry(t)
+	testRefusals(t, newInProcessRegistry(t), "release")
+}
+
+// TestRefusalsRealRegistry runs every refusal against the distribution
+// registry `make up` started.
+func TestRefusalsRealRegistry(t *testing.T) {
+	env := testenv.Get(t)
+	testRefusals(t, env.Registry, fmt.Sprintf("e2e-%d/release", time.Now().UnixNano()))
+}
+
+func testRefusals(t *testing.T, reg, releasePrefix string) {
 	for _, tc := range []struct {
 		name string
 		gate promote.Gate
@@ -154,7 +167,7 @@ func TestRefusals(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, reg)
-			f.release = reg + "/release/" + strings.ReplaceAll(tc.name, " ", "-")
+			f.release = reg + "/" + releasePrefix + "/" + strings.ReplaceAll(tc.name, " ", "-")
 			// A good release alongside: it must not be copied either.
 			good := f.good()
 			src := tc.setup(f)

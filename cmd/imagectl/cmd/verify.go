@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -145,6 +144,9 @@ func podmanRuntime(f *verifyFlags, ref name.Digest, l *lock.Lock) *verify.Podman
 	if f.from != "" {
 		p.Image = f.from
 	}
+	if p.ShmSize == "" && l.Runtime.MinShmBytes > 1<<30 {
+		p.ShmSize = fmt.Sprint(l.Runtime.MinShmBytes) // podman reads a bare number as bytes
+	}
 	if f.gpus == "docker" {
 		p.GPUFlags = []string{"--gpus", "all"}
 	}
@@ -166,13 +168,9 @@ func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags) error 
 }
 
 func signResult(cmd *cobra.Command, ref name.Digest, res *verify.Result, key string) error {
-	pred, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
 	pw, _ := sign.PasswordFromEnv()
-	if err := sign.Attest(cmd.Context(), ref, verify.PredicateType, pred, sign.WithKey(key, pw)); err != nil {
-		return fmt.Errorf("signing the verification result: %w", err)
+	if err := verify.Attest(cmd.Context(), ref, res, sign.WithKey(key, pw)); err != nil {
+		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "signed the verification result of %s (%s)\n", ref, verify.PredicateType)
 	return nil

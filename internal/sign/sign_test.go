@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/logs"
 	"imagectl/internal/sign"
 )
 
@@ -201,7 +203,8 @@ func TestAttest(t *testing.T) {
 // TestNoKeyMaterialInRegistry checks that no blob the signer wrote contains
 // the private key file, its password or the raw key.
 func TestNoKeyMaterialInRegistry(t *testing.T) {
-	ctx := context.Background()
+	var logBuf bytes.Buffer
+	ctx := logs.With(context.Background(), slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	reg := newRegistry(t)
 	ref := pushRandom(t, reg+"/staging/img")
 	priv, _ := keyPair(t)
@@ -239,6 +242,14 @@ func TestNoKeyMaterialInRegistry(t *testing.T) {
 					t.Errorf("%s contains the %s", tag, name)
 				}
 			}
+		}
+	}
+	if logBuf.Len() == 0 {
+		t.Error("nothing was logged: the log check below would prove nothing")
+	}
+	for name, s := range secrets {
+		if bytes.Contains(logBuf.Bytes(), s) {
+			t.Errorf("the log contains the %s", name)
 		}
 	}
 	// Errors do not carry the password either.
@@ -318,4 +329,5 @@ func TestKMSUnsupportedIsClear(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "awskms") {
 		t.Fatalf("Sign with an uncompiled KMS provider = %v, want an error naming the URI", err)
 	}
+	t.Logf("KMS error: %v", err)
 }

@@ -50,8 +50,10 @@ type Result struct {
 	DryRun     bool   `json:"dry_run"`
 	// Actions are in execution order: every copy before any tag.
 	Actions []Action `json:"actions"`
-	// InSync lists the releases that needed nothing.
+	// InSync lists the releases that needed nothing (not gated again).
 	InSync []string `json:"in_sync"`
+	// Gated lists the releases that needed something and were gated.
+	Gated []string `json:"gated"`
 }
 
 // Run reconciles the release repository named in the release file to it.
@@ -108,6 +110,7 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 		}
 		log.Debug("checking gates", "source", src.String())
 		refusals = append(refusals, o.checkGates(ctx, src, l, lockPath)...)
+		res.Gated = append(res.Gated, src.String())
 		copies = append(copies, rc...)
 		tags = append(tags, rt...)
 	}
@@ -137,12 +140,19 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 		if len(rt) > 0 && !gated[src.DigestStr()] {
 			refusals = append(refusals, o.checkGates(ctx, src, l, lockPath)...)
 			gated[src.DigestStr()] = true
+			res.Gated = append(res.Gated, src.String())
 		}
 		tags = append(tags, rt...)
 	}
 	res.Actions = append(copies, tags...)
 	if res.Actions == nil {
 		res.Actions = []Action{}
+	}
+	if res.InSync == nil {
+		res.InSync = []string{}
+	}
+	if res.Gated == nil {
+		res.Gated = []string{}
 	}
 	if len(refusals) > 0 {
 		return res, &RefusedError{Refusals: refusals}

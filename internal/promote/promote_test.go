@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/exitcode"
@@ -348,4 +349,42 @@ func mustRead(t *testing.T, path string) *promote.File {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestPromoteIndex promotes a multi-platform index: the index and its
+// child manifests land in the release repository, and the tag resolves.
+func TestPromoteIndex(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, newInProcessRegistry(t))
+	idx, err := random.Index(1024, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := idx.Digest()
+	d, _ := name.NewDigest(f.staging + "@" + h.String())
+	if err := remote.WriteIndex(d, idx); err != nil {
+		t.Fatal(err)
+	}
+	f.sign(d, f.signer)
+	f.attestLock(d, f.lock, f.signer)
+	f.attestVerification(d, f.passing(d), f.ver)
+	path := f.releaseFile(nil, rel(d.String(), "2026-12", "multi-2026.12"))
+	res, err := promote.Run(ctx, path, f.opts(promote.WithConfirm(true))...)
+	if err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if len(res.Gated) != 1 || res.Gated[0] != d.String() {
+		t.Errorf("Gated = %v, want [%s]", res.Gated, d)
+	}
+	got, err := remote.Index(mustTag(t, f.release+":multi-2026.12"))
+	if err != nil {
+		t.Fatalf("reading the promoted index: %v", err)
+	}
+	im, _ := got.IndexManifest()
+	repo, _ := name.NewRepository(f.release)
+	for _, m := range im.Manifests {
+		if _, err := remote.Image(repo.Digest(m.Digest.String())); err != nil {
+			t.Errorf("child %s not in the release repository: %v", m.Digest, err)
+		}
+	}
 }

@@ -121,6 +121,9 @@ func printPlan(cmd *cobra.Command, res *promote.Result) {
 	for _, s := range res.InSync {
 		fmt.Fprintf(w, "in sync   %s\n", s)
 	}
+	for _, s := range res.Gated {
+		fmt.Fprintf(w, "gated     %s\n", s)
+	}
 	for _, a := range res.Actions {
 		state := "planned"
 		if a.Done {

@@ -76,7 +76,8 @@ if [ ! -x "$mkbase" ] || [ -n "$(find hack/mkbase -newer "$mkbase" -name '*.go' 
   go build -o "$mkbase" ./hack/mkbase
 fi
 
-inputs="suite=$suite packages=$packages mirror=$m security=${security:-none} epoch=$SOURCE_DATE_EPOCH"
+# recipe: bump when the steps below change, so cached layers are remade.
+inputs="recipe=2 suite=$suite packages=$packages mirror=$m security=${security:-none} epoch=$SOURCE_DATE_EPOCH"
 if [ ! -f "$cache/layer.tar.gz" ] || [ "$(cat "$cache/inputs" 2>/dev/null)" != "$inputs" ]; then
   command -v debootstrap >/dev/null || { echo "base: debootstrap is missing (make deps)" >&2; exit 1; }
   echo "base: debootstrap --variant=minbase $suite from $m (about a minute)" >&2

@@ -89,6 +89,11 @@ var (
 	pruned  = map[string]bool{"dev": true, "proc": true, "sys": true}
 )
 
+// dropped lists files left out: caches whose bytes differ between two
+// otherwise identical debootstrap runs (ldconfig's aux-cache records inodes
+// and ctimes).
+var dropped = map[string]bool{"var/cache/ldconfig/aux-cache": true}
+
 func isEmptied(rel string) bool {
 	for _, d := range emptied {
 		if strings.HasPrefix(rel, d+"/") {
@@ -129,7 +134,7 @@ func writeTar(root, out string, sde time.Time) error {
 			}
 			return nil
 		}
-		if !d.IsDir() && isEmptied(rel) {
+		if !d.IsDir() && (isEmptied(rel) || dropped[rel]) {
 			return nil
 		}
 		fi, err := d.Info()

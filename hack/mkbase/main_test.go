@@ -23,7 +23,7 @@ import (
 func mkRootfs(t *testing.T, mtime time.Time) string {
 	t.Helper()
 	root := t.TempDir()
-	for _, d := range []string{"usr/bin", "dev/pts", "var/lib/apt/lists/partial", "var/log/apt", "tmp", "etc"} {
+	for _, d := range []string{"usr/bin", "var/cache/ldconfig", "dev/pts", "var/lib/apt/lists/partial", "var/log/apt", "tmp", "etc"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -34,6 +34,7 @@ func mkRootfs(t *testing.T, mtime time.Time) string {
 		"var/lib/apt/lists/deb_Release": "lists",
 		"var/log/apt/history.log":       "log",
 		"tmp/x":                         "tmp",
+		"var/cache/ldconfig/aux-cache":  "inodes",
 		"dev/pts/ptmx":                  "dev",
 	}
 	for p, c := range files {
@@ -104,7 +105,7 @@ func TestWriteTarReproducible(t *testing.T) {
 	}
 	want := []string{
 		"dev/", "etc/", "etc/os-release", "tmp/", "usr/", "usr/bin/", "usr/bin/python3",
-		"usr/bin/python3-hard", "usr/bin/python3.11", "var/", "var/lib/", "var/lib/apt/",
+		"usr/bin/python3-hard", "usr/bin/python3.11", "var/", "var/cache/", "var/cache/ldconfig/", "var/lib/", "var/lib/apt/",
 		"var/lib/apt/lists/", "var/lib/apt/lists/partial/", "var/log/", "var/log/apt/",
 	}
 	if d := cmp.Diff(want, names); d != "" {

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"imagectl/internal/logs"
 )
 
 // PipError reports that pip could not resolve the requirements; Output is
@@ -42,6 +44,37 @@ python3 -m pip "$@" install --dry-run --ignore-installed --only-binary=:all: --n
   --progress-bar off --report /out/report.json -r /in/requirements.txt ${CONSTRAINTS:-} >/out/pip.log 2>&1
 echo $? >/out/pip.rc
 `
+
+// fetched matches the wheels pip's log says it fetched (or fetched the
+// metadata of), newest first for each project.
+var fetched = regexp.MustCompile(`(?:Downloading|from) (\S+?\.whl)(?:\.metadata)?(?:\s|$)`)
+
+// held is a package pip resolved below the first (newest) version it tried.
+type held struct{ Name, Locked, Seen string }
+
+func heldBack(log []byte, wheels []Wheel) []held {
+	first := map[string]string{}
+	for _, m := range fetched.FindAllSubmatch(log, -1) {
+		f := path.Base(string(m[1]))
+		if u, err := url.PathUnescape(f); err == nil {
+			f = u
+		}
+		parts := strings.SplitN(strings.TrimSuffix(f, ".whl"), "-", 3)
+		if len(parts) < 3 {
+			continue
+		}
+		if n := normalize(parts[0]); first[n] == "" {
+			first[n] = parts[1]
+		}
+	}
+	var out []held
+	for _, w := range wheels {
+		if v := first[w.Name]; v != "" && v != w.Version {
+			out = append(out, held{Name: w.Name, Locked: w.Version, Seen: v})
+		}
+	}
+	return out
+}
 
 // pipReq is the start of a PEP 508 requirement: a project name.
 var pipReq = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
@@ -121,7 +154,15 @@ func runPip(ctx context.Context, r Runner, image string, debs []Deb, req pipRequ
 	if rc := strings.TrimSpace(string(out["pip.rc"])); rc != "0" {
 		return nil, &PipError{Output: redact(string(out["pip.log"]))}
 	}
-	return parseReport(out["report.json"])
+	res, err := parseReport(out["report.json"])
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range heldBack(out["pip.log"], res.Wheels) {
+		logs.From(ctx).Warn("pip held a package below the newest version it saw: that version did not fit the other requirements (with --upgrade: the frozen core)",
+			"package", h.Name, "locked", h.Locked, "newest_seen", h.Seen)
+	}
+	return res, nil
 }
 
 func parseReport(b []byte) (*pipResult, error) {

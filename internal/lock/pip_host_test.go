@@ -1,9 +1,11 @@
 package lock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"imagectl/internal/logs"
 	"imagectl/internal/testenv"
 	"imagectl/internal/wheelhouse"
 )
@@ -105,6 +108,21 @@ func TestPipOnHost(t *testing.T) {
 		t.Fatalf("runPip(impossible constraint) = %v, want a *PipError with pip's explanation", err)
 	}
 	t.Logf("pip said: %s", pe.Output)
+
+	// A periphery package held back by a constraint is logged.
+	ix.Publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.2.0", Requires: []string{"demo-core>=1.1"}})
+	var logbuf bytes.Buffer
+	lctx := logs.With(ctx, slog.New(slog.NewTextHandler(&logbuf, nil)))
+	res, err = runPip(lctx, r, "host", nil, pipRequest{Requirements: []string{"demo-util"}, Constraints: []string{"demo-core==1.0.0"}, Indexes: []string{ix.URL}}, false)
+	if err != nil {
+		t.Fatalf("runPip(held back) = %v", err)
+	}
+	if v := res.Wheels[1].Version; v != "1.1.0" {
+		t.Errorf("runPip(held back) gave demo-util %s, want 1.1.0", v)
+	}
+	if !strings.Contains(logbuf.String(), "package=demo-util locked=1.1.0 newest_seen=1.2.0") {
+		t.Errorf("log = %q, want a warning that pip held demo-util at 1.1.0 below 1.2.0", logbuf.String())
+	}
 }
 
 // hostPython is the directory of the python3 TestPipOnHost uses.

@@ -93,3 +93,22 @@ func TestParseNetrc(t *testing.T) {
 		t.Errorf("parseNetrc mismatch (-want +got):\n%s", d)
 	}
 }
+
+func TestHeldBack(t *testing.T) {
+	log := `Looking in indexes: http://127.0.0.1:8000/simple/
+Collecting demo-util
+  Downloading http://127.0.0.1:8000/files/demo_util-1.2.0-py3-none-any.whl (1.1 kB)
+  Downloading http://127.0.0.1:8000/files/demo_util-1.1.0-py3-none-any.whl (1.1 kB)
+Collecting demo-core>=1.0
+  Obtaining dependency information for demo-core>=1.0 from http://127.0.0.1:8000/files/demo_core-1.0.0-py3-none-any.whl.metadata
+Collecting torch==2.6.0
+  Downloading https://idx.example/whl/cu124/torch-2.6.0%2Bcu124-cp311-cp311-linux_x86_64.whl (768.5 MB)
+Would install demo-core-1.0.0 demo_util-1.1.0 torch-2.6.0+cu124
+`
+	wheels := []Wheel{{Name: "demo-core", Version: "1.0.0"}, {Name: "demo-util", Version: "1.1.0"}, {Name: "torch", Version: "2.6.0+cu124"}}
+	got := heldBack([]byte(log), wheels)
+	want := []held{{Name: "demo-util", Locked: "1.1.0", Seen: "1.2.0"}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("heldBack() mismatch (-want +got):\n%s", d)
+	}
+}

@@ -47,15 +47,21 @@ func (r Refusal) String() string {
 	return fmt.Sprintf("%s: gate %s refused: %s", r.Source, r.Gate, r.Reason)
 }
 
-// RefusedError is returned when any gate refused any release. Nothing was
-// copied and no tag was moved.
+// RefusedError is returned when any gate refused any release (by Run:
+// nothing was copied and no tag was moved) or the pinned digest (by Pin).
 type RefusedError struct {
+	// Pin is true when Pin refused; false for a promotion.
+	Pin      bool
 	Refusals []Refusal
 }
 
 func (e *RefusedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "promotion refused (%d refusal(s); nothing was copied)", len(e.Refusals))
+	if e.Pin {
+		fmt.Fprintf(&b, "pin refused: the digest failed %d check(s)", len(e.Refusals))
+	} else {
+		fmt.Fprintf(&b, "promotion refused (%d refusal(s); nothing was copied)", len(e.Refusals))
+	}
 	for _, r := range e.Refusals {
 		b.WriteString("\n  ")
 		b.WriteString(r.String())

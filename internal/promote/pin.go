@@ -64,7 +64,7 @@ func Pin(ctx context.Context, tag name.Tag, opts ...Option) (*Pinned, error) {
 	d := tag.Context().Digest(desc.Digest.String())
 	l, refusals := o.gates(ctx, d, nil, "")
 	if len(refusals) > 0 {
-		return nil, &RefusedError{Refusals: refusals}
+		return nil, &RefusedError{Pin: true, Refusals: refusals}
 	}
 	return &Pinned{Ref: d.String(), Tag: tag.String(), Digest: d.DigestStr(), Lock: Summarize(l)}, nil
 }

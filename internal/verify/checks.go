@@ -14,7 +14,8 @@ import (
 var bootstrap = map[string]bool{"pip": true, "setuptools": true, "wheel": true}
 
 // envChecks evaluates the CPU-side probe.
-func envChecks(l *lock.Lock, e envOut, secs float64) []Check {
+// digest is the image digest the result is bound to ("" when none).
+func envChecks(l *lock.Lock, e envOut, digest string, secs float64) []Check {
 	var out []Check
 
 	py := Check{Name: "python.version", Value: e.Python, Threshold: "== " + l.Core.Python, Seconds: secs, Status: Pass}
@@ -89,11 +90,11 @@ func envChecks(l *lock.Lock, e envOut, secs float64) []Check {
 	}
 	out = append(out, caches)
 
-	out = append(out, fingerprintCheck(l, e))
+	out = append(out, fingerprintCheck(l, e, digest))
 	return out
 }
 
-func fingerprintCheck(l *lock.Lock, e envOut) Check {
+func fingerprintCheck(l *lock.Lock, e envOut, digest string) Check {
 	c := Check{Name: "init.fingerprint", Value: l.Runtime.FingerprintPath, Status: Pass}
 	fp := e.Fingerprint
 	switch {
@@ -122,6 +123,12 @@ func fingerprintCheck(l *lock.Lock, e envOut) Check {
 	if got := findString(obj, "lock_digest"); got != "" && l.Digest != "" && got != l.Digest {
 		c.Status = Fail
 		c.Detail = fmt.Sprintf("the fingerprint names lock %s, verification uses lock %s", got, l.Digest)
+	}
+	// The platform tells the init which image it started (IMAGECTL_IMAGE_DIGEST):
+	// it must be the digest this result is bound to.
+	if got, ok := obj["image_digest"].(string); ok && got != "" && digest != "" && got != digest {
+		c.Status = Fail
+		c.Detail = fmt.Sprintf("the container was started from image %s, verification is for %s", got, digest)
 	}
 	return c
 }

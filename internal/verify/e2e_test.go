@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -22,6 +24,7 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	iruntime "imagectl/internal/runtime"
+	"imagectl/internal/sign"
 	"imagectl/internal/testenv"
 )
 
@@ -29,7 +32,7 @@ import (
 // the venv bootstrap, no torch): imagectl-init as the entrypoint and a baked
 // runtime config, written as an OCI layout. It returns oci:DIR and the
 // image's digest reference.
-func e2eImage(t *testing.T, e testenv.Env, rc iruntime.Config) (string, name.Digest) {
+func e2eImage(t *testing.T, e testenv.Env, rc iruntime.Config) (string, name.Digest, v1.Image) {
 	t.Helper()
 	baseRef, err := name.ParseReference(e.Base, name.Insecure)
 	if err != nil {
@@ -111,7 +114,7 @@ func e2eImage(t *testing.T, e testenv.Env, rc iruntime.Config) (string, name.Dig
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "oci:" + dir, ref
+	return "oci:" + dir, ref, img
 }
 
 // TestPodmanE2E runs the podman path for real on a machine without GPUs:
@@ -137,7 +140,7 @@ func TestPodmanE2E(t *testing.T) {
 		DriverPolicy:    "warn",
 		FingerprintPath: "/tmp/imagectl-fingerprint.json",
 	}
-	src, ref := e2eImage(t, e, rc)
+	src, ref, img := e2eImage(t, e, rc)
 	l := &lock.Lock{
 		SchemaVersion: lock.SchemaVersion,
 		Name:          "verify-e2e",
@@ -190,5 +193,46 @@ func TestPodmanE2E(t *testing.T) {
 		}
 		out, _ := json.Marshal(res)
 		t.Logf("result: %s", out)
+
+		// The signed result verifies with the stock cosign CLI.
+		pushed, err := name.NewDigest(fmt.Sprintf("%s/verify-e2e-%d/demo@%s", e.Registry, time.Now().UnixNano(), ref.DigestStr()), name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(pushed, img); err != nil {
+			t.Fatalf("pushing to the local registry: %v", err)
+		}
+		priv, pub, err := sign.GenerateKeyPair(t.TempDir(), []byte("e2e"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Attest(context.Background(), pushed, res, sign.WithKey(priv, []byte("e2e"))); err != nil {
+			t.Fatalf("Attest() error = %v", err)
+		}
+		cmd := exec.Command(filepath.Join(e.Bin, "cosign"), "verify-attestation", "--key", pub, "--insecure-ignore-tlog",
+			"--allow-insecure-registry", "--type", PredicateType, pushed.String())
+		stdout, err := cmd.Output()
+		if err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				t.Logf("cosign stderr: %s", ee.Stderr)
+			}
+			t.Fatalf("cosign verify-attestation: %v", err)
+		}
+		var env struct {
+			Payload []byte `json:"payload"`
+		}
+		if err := json.Unmarshal(bytes.SplitN(stdout, []byte("\n"), 2)[0], &env); err != nil {
+			t.Fatalf("cosign output %q: %v", stdout, err)
+		}
+		var st struct {
+			Predicate Result `json:"predicate"`
+		}
+		if err := json.Unmarshal(env.Payload, &st); err != nil {
+			t.Fatal(err)
+		}
+		if !st.Predicate.Passed || st.Predicate.Digest != ref.DigestStr() {
+			t.Errorf("cosign-verified predicate: passed %v digest %q, want true %s", st.Predicate.Passed, st.Predicate.Digest, ref.DigestStr())
+		}
 	})
 }

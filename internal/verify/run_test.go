@@ -257,6 +257,9 @@ func TestRunThresholds(t *testing.T) {
 		{name: "fingerprint missing", edit: func(o map[string]string) {
 			o["env"] = strings.Replace(o["env"], `"present":true`, `"present":false`, 1)
 		}, failed: "init.fingerprint"},
+		{name: "started from another image", edit: func(o map[string]string) {
+			o["env"] = strings.Replace(o["env"], `"content":{`, `"content":{"image_digest":"sha256:`+strings.Repeat("cd", 32)+`",`, 1)
+		}, failed: "init.fingerprint"},
 		{name: "extra wheel", edit: func(o map[string]string) {
 			o["env"] = strings.Replace(o["env"], `"packages":[`, `"packages":[["evil-pkg","1.0"],`, 1)
 		}, failed: "pip.packages"},
@@ -274,7 +277,7 @@ func TestRunThresholds(t *testing.T) {
 			if host.GPUs == nil {
 				host = h200s(2)
 			}
-			res, err := Run(context.Background(), &ll, WithRuntime(&fakeRuntime{out: out}), WithGPUProber(fakeProber{h: host}))
+			res, err := Run(context.Background(), &ll, WithRuntime(&fakeRuntime{out: out}), WithGPUProber(fakeProber{h: host}), WithImage(testRef))
 			var fe *FailedError
 			if !errors.As(err, &fe) {
 				t.Fatalf("Run() error = %v, want *FailedError", err)

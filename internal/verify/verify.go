@@ -162,7 +162,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.res.Host = host
 
 	r.add(hostChecks(l, host, gpuErr, hostSecs, o.prober == nil)...)
-	r.add(envChecks(l, env, envSecs)...)
+	r.add(envChecks(l, env, r.res.Digest, envSecs)...)
 	if !withTorch {
 		r.add(Check{Name: "torch.import", Status: Skip, Detail: "the lock has no torch"})
 		return nil

@@ -249,11 +249,7 @@ func (r *Real) Verify(ctx context.Context, l *lock.Lock, d name.Digest) (*verify
 	if res == nil {
 		return nil, runErr
 	}
-	pred, err := json.Marshal(res)
-	if err != nil {
-		return res, fmt.Errorf("encoding the verification result: %w", err)
-	}
-	if err := sign.Attest(ctx, d, verify.PredicateType, pred, r.signOpts(r.cfg.VerifierSignOptions)...); err != nil {
+	if err := verify.Attest(ctx, d, res, r.signOpts(r.cfg.VerifierSignOptions)...); err != nil {
 		return res, errors.Join(runErr, fmt.Errorf("attaching the verification result: %w", err))
 	}
 	return res, runErr

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,7 +115,7 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		opts = append(opts, verify.WithRuntime(podmanRuntime(f, ref, l)))
 	case "kubernetes":
 		if f.jobLog == "" {
-			return printJob(cmd.OutOrStdout(), l, ref, f)
+			return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)
 		}
 		b, err := os.ReadFile(f.jobLog)
 		if err != nil {
@@ -125,7 +126,8 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--runtime %q: want in-place, podman, docker or kubernetes", f.runtime))
 	}
 	res, verr := verify.Run(cmd.Context(), l, opts...)
-	if res != nil {
+	var notRun *verify.NotRunError
+	if res != nil && (asJSON || !errors.As(verr, &notRun)) {
 		if err := printResult(cmd.OutOrStdout(), res, asJSON); err != nil {
 			return err
 		}
@@ -153,11 +155,14 @@ func podmanRuntime(f *verifyFlags, ref name.Digest, l *lock.Lock) *verify.Podman
 	return p
 }
 
-func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags) error {
+func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags, asJSON bool) error {
 	cm, job, err := verify.RenderJob(l, ref, verify.JobConfig{Namespace: f.namespace, StorageClaim: f.claim,
 		Python: f.python, ShmSize: f.shmSize, Iters: f.iters, Warmup: f.warmup})
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return writeJSON(w, map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{cm, job}})
 	}
 	b, err := verify.MarshalJob(cm, job)
 	if err != nil {

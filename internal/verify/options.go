@@ -47,7 +47,8 @@ func WithImage(ref name.Digest) Option {
 	}
 }
 
-// WithRuntime sets how the probes run inside the image. The default is
+// WithRuntime sets how the probes run inside the image. Run closes it
+// when it returns (Close must tolerate a second call). The default is
 // &InPlace{}.
 func WithRuntime(r Runtime) Option {
 	return func(o *options) error {

@@ -1,6 +1,8 @@
 package sign
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -200,9 +202,15 @@ func Provenance(l *lock.Lock, b Builder) ([]byte, error) {
 		}
 		deps = append(deps, rd{URI: uri, Digest: map[string]string{"gitCommit": b.SourceCommit}, Name: "source"})
 	}
-	if _, hex, ok := cutDigest(l.Digest); ok {
-		deps = append(deps, rd{URI: "images/" + l.Name + "/" + lock.FileName, Digest: map[string]string{"sha256": hex}, Name: "lock"})
+	// The lock file as it is in git: its bytes' sha256 (the lock's own
+	// digest, over its content without the digest field, is in
+	// externalParameters).
+	lockFile, err := LockPredicate(l)
+	if err != nil {
+		return nil, err
 	}
+	sum := sha256.Sum256(lockFile)
+	deps = append(deps, rd{URI: "images/" + l.Name + "/" + lock.FileName, Digest: map[string]string{"sha256": hex.EncodeToString(sum[:])}, Name: "lock"})
 	if l.Base.Ref != "" {
 		d := l.Base.ManifestDigest
 		if d == "" {

@@ -24,10 +24,14 @@ const (
 	InitPath = "/usr/local/bin/imagectl-init"
 	// VenvPath is the Python virtual environment every wheel goes into.
 	VenvPath = "/opt/venv"
-	// debDir and wheelDir are where fetched artifacts are mounted (read-only,
-	// never part of a layer).
-	debDir   = "/var/cache/imagectl/debs"
-	wheelDir = "/var/cache/imagectl/wheels"
+	// debDir and wheelDir are where fetched artifacts are mounted
+	// (read-only, never part of a layer): over /mnt, which every base has, so
+	// that no mount stub is created (and removed) in a directory of the
+	// layer, which would change that directory's mtime after the step.
+	debDir   = "/mnt"
+	wheelDir = "/mnt"
+	// filesDir is where the init layer's files are mounted.
+	filesDir = "/mnt"
 )
 
 // platform is the only platform imagectl builds today.
@@ -93,12 +97,12 @@ func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 			next = install(cur, epoch, wheels, wheelDir, pipScript(layer.Wheels),
 				fmt.Sprintf("[%s] pip install --no-index --no-deps %s", layer.Name, wheelList(layer.Wheels)))
 		case KindInit:
-			st, err := initLayer(l, initBin)
+			files, err := initFiles(l, initBin)
 			if err != nil {
 				return llb.State{}, err
 			}
-			layers = append(layers, st)
-			continue
+			next = install(cur, epoch, files, filesDir, initScript,
+				"[init] "+InitPath+" and "+runtime.ConfigPath)
 		default:
 			return llb.State{}, fmt.Errorf("layer %q: unknown kind %q", layer.Name, layer.Kind)
 		}
@@ -112,7 +116,7 @@ func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 // artifacts mounted read-only at dir and a tmpfs on /tmp.
 func install(cur llb.State, epoch string, artifacts llb.State, dir, script, name string) llb.State {
 	ro := []llb.RunOption{
-		llb.Args([]string{"/bin/sh", "-c", script}),
+		llb.Args([]string{"/bin/sh", "-c", clampMtimes(script)}),
 		llb.Network(llb.NetModeNone),
 		llb.AddEnv("PATH", systemPath),
 		llb.AddEnv("SOURCE_DATE_EPOCH", epoch),
@@ -127,6 +131,20 @@ func install(cur llb.State, epoch string, artifacts llb.State, dir, script, name
 		ro = append(ro, llb.AddMount(dir, artifacts, llb.Readonly))
 	}
 	return cur.Run(ro...).Root()
+}
+
+// clampMtimes wraps an install script so that every file, directory and
+// link the step creates or changes gets SOURCE_DATE_EPOCH as its mtime: the
+// layer is then byte-identical between builds even when the exporter does
+// not rewrite timestamps. The marker lives on the /tmp tmpfs, outside the
+// layer; -xdev keeps find off /proc, /sys, /dev and the artifact mounts.
+func clampMtimes(script string) string {
+	return `set -eu
+touch /tmp/.imagectl-step-start
+(
+` + script + `
+)
+find / -xdev -newer /tmp/.imagectl-step-start -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +`
 }
 
 // dpkgScript installs every fetched .deb at once (dpkg orders the
@@ -213,20 +231,23 @@ func sha256Digest(s string) (digest.Digest, error) {
 	return digest.Digest("sha256:" + h), nil
 }
 
-// initLayer holds the init binary and the runtime config, built from
-// scratch so that it never depends on the layers below it.
-func initLayer(l *lock.Lock, initBin []byte) (llb.State, error) {
+// initFiles holds the init binary and the runtime config, from scratch, to
+// be installed by initScript (a step like the others, so that its layer's
+// directory times are clamped too).
+func initFiles(l *lock.Lock, initBin []byte) (llb.State, error) {
 	cfg, err := RuntimeConfig(l)
 	if err != nil {
 		return llb.State{}, err
 	}
 	t := llb.WithCreatedTime(time.Unix(l.SourceDateEpoch, 0).UTC())
-	fa := llb.Mkdir("/usr/local/bin", 0o755, llb.WithParents(true), t).
-		Mkfile(InitPath, 0o755, initBin, t).
-		Mkdir(dirOf(runtime.ConfigPath), 0o755, llb.WithParents(true), t).
-		Mkfile(runtime.ConfigPath, 0o644, cfg, t)
-	return llb.Scratch().File(fa, llb.WithCustomName("[init] "+InitPath+" and "+runtime.ConfigPath)), nil
+	fa := llb.Mkfile("/imagectl-init", 0o755, initBin, t).
+		Mkfile("/runtime.json", 0o644, cfg, t)
+	return llb.Scratch().File(fa, llb.WithCustomName("[init] files")), nil
 }
+
+var initScript = `set -eu
+install -D -m 0755 ` + filesDir + `/imagectl-init ` + InitPath + `
+install -D -m 0644 ` + filesDir + `/runtime.json ` + runtime.ConfigPath
 
 // RuntimeConfig returns the JSON baked at runtime.ConfigPath: the lock's
 // runtime block with the image facts filled in from the lock.
@@ -252,7 +273,5 @@ func RuntimeConfig(l *lock.Lock) ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
-
-func dirOf(p string) string { return p[:strings.LastIndex(p, "/")] }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

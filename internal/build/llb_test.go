@@ -129,9 +129,9 @@ func TestDefinitionInstallsOffline(t *testing.T) {
 	l := unitLock()
 	_, g := marshal(t, l, fakeInit(t))
 	execs := g.execs()
-	// system, venv, 3 big wheels, periphery.
-	if len(execs) != 6 {
-		t.Fatalf("%d exec ops, want 6 (system, venv, 3 big, periphery)", len(execs))
+	// system, venv, 3 big wheels, periphery, init.
+	if len(execs) != 7 {
+		t.Fatalf("%d exec ops, want 7 (system, venv, 3 big, periphery, init)", len(execs))
 	}
 	var pip int
 	for _, e := range execs {
@@ -141,6 +141,9 @@ func TestDefinitionInstallsOffline(t *testing.T) {
 		}
 		if !slices.Contains(e.Meta.Env, "SOURCE_DATE_EPOCH=1700000000") {
 			t.Errorf("exec %q: env %v lacks SOURCE_DATE_EPOCH", script, e.Meta.Env)
+		}
+		if !strings.HasSuffix(script, `-exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +`) {
+			t.Errorf("exec %q does not clamp the mtimes it wrote", script)
 		}
 		if strings.Contains(script, " install --no-index --no-deps ") {
 			pip++
@@ -182,10 +185,6 @@ func TestDefinitionLayers(t *testing.T) {
 			if op.GetSource() == nil {
 				t.Errorf("merge input 0 is %T, want the base image", op.Op)
 			}
-		case i == len(root.Inputs)-1:
-			if op.GetFile() == nil {
-				t.Errorf("last merge input is %T, want the init file op", op.Op)
-			}
 		default:
 			if op.GetDiff() == nil {
 				t.Errorf("merge input %d is %T, want a diff", i, op.Op)
@@ -193,8 +192,8 @@ func TestDefinitionLayers(t *testing.T) {
 			diffs++
 		}
 	}
-	if diffs != 6 {
-		t.Errorf("%d diff layers, want 6", diffs)
+	if diffs != 7 {
+		t.Errorf("%d diff layers, want 7", diffs)
 	}
 }
 
@@ -213,11 +212,18 @@ func TestDefinitionInitLayer(t *testing.T) {
 			}
 		}
 	}
-	if got := files[InitPath]; !bytes.HasPrefix(got, []byte("#!/bin/sh")) {
-		t.Errorf("init at %s = %q, want the --init file", InitPath, got)
+	if got := files["/imagectl-init"]; !bytes.HasPrefix(got, []byte("#!/bin/sh")) {
+		t.Errorf("init file = %q, want the --init file", got)
+	}
+	execs := g.execs()
+	last := strings.Join(execs[len(execs)-1].Meta.Args, " ")
+	for _, want := range []string{"/imagectl-init " + InitPath, "/runtime.json " + runtime.ConfigPath} {
+		if !strings.Contains(last, want) {
+			t.Errorf("last step %q does not install %s", last, want)
+		}
 	}
 	var cfg runtime.Config
-	if err := json.Unmarshal(files[runtime.ConfigPath], &cfg); err != nil {
+	if err := json.Unmarshal(files["/runtime.json"], &cfg); err != nil {
 		t.Fatalf("runtime config at %s: %v", runtime.ConfigPath, err)
 	}
 	if cfg.Image.LockDigest != l.Digest || cfg.Image.Name != "unit" || cfg.Storage.Path != "/storage" {

@@ -24,6 +24,7 @@ type options struct {
 	status       chan *client.SolveStatus
 	dialTimeout  time.Duration
 	registryHTTP bool
+	rewrite      bool
 }
 
 // makeOptions applies every option, even after one fails, so that a
@@ -144,4 +145,15 @@ func WithDialTimeout(d time.Duration) Option {
 // default is off; loopback registries are plain HTTP regardless.
 func WithInsecureRegistry(insecure bool) Option {
 	return func(o *options) error { o.registryHTTP = insecure; return nil }
+}
+
+// WithRewriteTimestamp sets BuildKit's exporter option rewrite-timestamp,
+// which clamps every layer's file times to the lock's SOURCE_DATE_EPOCH at
+// export, recompressing each layer on every export, cached or not. The
+// install steps already clamp what they write (two clean builds give the
+// same digest either way, see the end-to-end test), so it is off by
+// default: on, a no-op rebuild of the demo takes ~5x longer (docs/build.md).
+// The default is off.
+func WithRewriteTimestamp(on bool) Option {
+	return func(o *options) error { o.rewrite = on; return nil }
 }

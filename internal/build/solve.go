@@ -91,8 +91,9 @@ type LayerInfo struct {
 
 // Solve builds l on buildkitd through c: it pushes the image by digest to
 // the staging repository (WithPush) and/or writes an OCI layout
-// (WithOCILayout), with timestamps rewritten to the lock's
-// SOURCE_DATE_EPOCH so that two clean builds give the same digest.
+// (WithOCILayout). Every install step clamps the times of what it writes to
+// the lock's SOURCE_DATE_EPOCH, and the image config carries it as its
+// creation time, so two clean builds give the same digest.
 func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Result, err error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
@@ -168,8 +169,9 @@ func closeStatus(o *options) {
 // repo:tag; empty when not pushing).
 func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
 	epoch := strconv.FormatInt(l.SourceDateEpoch, 10)
+	rewrite := strconv.FormatBool(o.rewrite)
 	img := map[string]string{
-		string(exptypes.OptKeyRewriteTimestamp): "true",
+		string(exptypes.OptKeyRewriteTimestamp): rewrite,
 		string(exptypes.OptKeySourceDateEpoch):  epoch,
 		string(exptypes.OptKeyOCITypes):         "true",
 	}
@@ -208,7 +210,7 @@ func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
 			OutputDir: o.ociLayout,
 			Attrs: map[string]string{
 				"tar":                                   "false",
-				string(exptypes.OptKeyRewriteTimestamp): "true",
+				string(exptypes.OptKeyRewriteTimestamp): rewrite,
 				string(exptypes.OptKeySourceDateEpoch):  epoch,
 				string(exptypes.OptKeyOCITypes):         "true",
 			},

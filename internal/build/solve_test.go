@@ -93,14 +93,14 @@ func TestSolveExporterOptions(t *testing.T) {
 	}{
 		{"push by digest", []Option{WithPush(true)}, map[string]string{
 			"name": reg + "/imagectl/staging/unit", "push": "true", "push-by-digest": "true",
-			"rewrite-timestamp": "true", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
+			"rewrite-timestamp": "false", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
 		}},
-		{"push with tag", []Option{WithPush(true), WithTag("candidate")}, map[string]string{
+		{"push with tag, rewrite", []Option{WithPush(true), WithTag("candidate"), WithRewriteTimestamp(true)}, map[string]string{
 			"name": reg + "/imagectl/staging/unit:candidate", "push": "true",
 			"rewrite-timestamp": "true", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
 		}},
 		{"no push", nil, map[string]string{
-			"rewrite-timestamp": "true", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
+			"rewrite-timestamp": "false", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

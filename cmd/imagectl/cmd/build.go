@@ -21,6 +21,7 @@ func newBuildCmd() *cobra.Command {
 		ociLayout, tag     string
 		repo               string
 		push, insecure     bool
+		rewrite            bool
 		cacheFrom, cacheTo []string
 		timeout            time.Duration
 	)
@@ -31,8 +32,8 @@ func newBuildCmd() *cobra.Command {
 wheel fetched from its locked URL and checked against its locked sha256, installed
 with the network off, in layers ordered by how rarely they change (base, system
 packages, venv, one layer per big wheel, periphery wheels, the init and its config).
-Timestamps are rewritten to the lock's SOURCE_DATE_EPOCH, so two clean builds give
-the same digest.
+Every step clamps the times of what it writes to the lock's SOURCE_DATE_EPOCH, so
+two clean builds give the same digest.
 
 The digest goes to stdout; --output json adds the size and the layers. Progress
 goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
@@ -70,7 +71,7 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 			shown := make(chan struct{})
 			go func() { _, _ = d.UpdateFrom(ctx, ch); close(shown) }()
 			opts := []build.Option{build.WithPush(push), build.WithStatus(ch), build.WithDialTimeout(timeout),
-				build.WithInsecureRegistry(insecure), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...)}
+				build.WithInsecureRegistry(insecure), build.WithRewriteTimestamp(rewrite), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...)}
 			if initPath != "" {
 				opts = append(opts, build.WithInit(initPath))
 			}
@@ -108,6 +109,7 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 	f.StringVar(&progress, "progress", "auto", "progress output on stderr: auto, tty, plain, rawjson or quiet")
 	f.StringVar(&initPath, "init", "", "the init binary to bake in (default: imagectl-init beside imagectl)")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for buildkitd and the registries to answer")
+	f.BoolVar(&rewrite, "rewrite-timestamp", false, "also have BuildKit rewrite every layer's times at export (slow; the steps already clamp them)")
 	f.BoolVar(&insecure, "insecure-registry", false, "let buildkitd push over plain HTTP (exporter registry.insecure)")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -216,6 +217,9 @@ func TestKilledRealRegistry(t *testing.T) {
 		}
 		if err == nil {
 			t.Errorf("kill at request %d: Run = nil, want an error", n)
+		}
+		if re := (*promote.RefusedError)(nil); errors.As(err, &re) {
+			t.Errorf("kill at request %d: Run = %v; a dead registry must not read as a gate refusal", n, err)
 		}
 		points++
 		r.start()

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
@@ -86,13 +90,36 @@ func (e *RefusedError) Has(g Gate) bool {
 // source digest and returns every refusal, not just the first. With a nil
 // l (pin: no git at hand) the lock gate accepts any valid lock attestation
 // by a trusted key, and the verification must name that lock.
-func (o *options) checkGates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string) []Refusal {
-	_, refusals := o.gates(ctx, src, l, lockPath)
-	return refusals
+//
+// A registry that cannot be reached is an error (exit 69), not a refusal:
+// a gate refuses only on what the registry answered.
+func (o *options) checkGates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string) ([]Refusal, error) {
+	_, refusals, err := o.gates(ctx, src, l, lockPath)
+	return refusals, err
+}
+
+// unreachable reports whether err means the registry did not answer
+// (connection refused or reset, timeout, a 5xx), rather than a missing or
+// failing signature.
+func unreachable(err error) bool {
+	var ue *url.Error
+	var ne net.Error
+	var te *transport.Error
+	switch {
+	case errors.As(err, &te):
+		return te.StatusCode >= 500
+	case errors.As(err, &ue), errors.As(err, &ne):
+		return true
+	}
+	return false
+}
+
+func unavailable(src name.Digest, err error) error {
+	return exitcode.Wrap(exitcode.Unavailable, fmt.Errorf("checking the gates of %s: registry unreachable: %w", src, err))
 }
 
 // gates is checkGates, also returning the attested lock.
-func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string) (*lock.Lock, []Refusal) {
+func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string) (*lock.Lock, []Refusal, error) {
 	refuse := func(g Gate, format string, args ...any) Refusal {
 		return Refusal{Source: src.String(), Gate: g, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -108,7 +135,13 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 			signed = true
 			break
 		}
+		if unreachable(err) {
+			return nil, nil, unavailable(src, err)
+		}
 		sigErrs = append(sigErrs, err.Error())
+	}
+	if len(o.trustedKeys) == 0 {
+		sigErrs = append(sigErrs, "no trusted key configured")
 	}
 	if !signed {
 		out = append(out, refuse(GateSignature, "no signature for this digest by a trusted key (%s)", strings.Join(sigErrs, "; ")))
@@ -120,13 +153,16 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 		var err error
 		if want, err = sign.LockPredicate(l); err != nil {
 			out = append(out, refuse(GateLock, "the lock in git cannot be encoded: %v", err))
-			return nil, out
+			return nil, out, nil
 		}
 	}
 	var lerr []string
 	var attested *lock.Lock
 	for _, k := range o.trustedKeys {
 		preds, err := sign.VerifyAttestations(ctx, src, sign.LockPredicateType, k, sopts...)
+		if unreachable(err) {
+			return nil, nil, unavailable(src, err)
+		}
 		if err != nil {
 			lerr = append(lerr, err.Error())
 			continue
@@ -151,6 +187,9 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 			break
 		}
 	}
+	if len(o.trustedKeys) == 0 {
+		lerr = append(lerr, "no trusted key configured")
+	}
 	if attested == nil {
 		what := "equal to the lock in git"
 		if l == nil {
@@ -172,6 +211,9 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 	passed := false
 	for _, k := range o.verifierKeys {
 		preds, err := sign.VerifyAttestations(ctx, src, verify.PredicateType, k, sopts...)
+		if unreachable(err) {
+			return nil, nil, unavailable(src, err)
+		}
 		if err != nil {
 			verr = append(verr, err.Error())
 			continue
@@ -206,7 +248,7 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 		out = append(out, refuse(GateVerification, "no passing verification of this digest by a trusted verifier key (%s)", strings.Join(verr, "; ")))
 	}
 
-	return attested, out
+	return attested, out, nil
 }
 
 func failedChecks(r verify.Result) string {

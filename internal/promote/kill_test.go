@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -22,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
+	"imagectl/internal/exitcode"
 	"imagectl/internal/promote"
 )
 
@@ -177,6 +180,9 @@ func TestKilledMidPromotion(t *testing.T) {
 		if err == nil {
 			t.Fatalf("kill at request %d: Run = nil, want an error", n)
 		}
+		if re := (*promote.RefusedError)(nil); errors.As(err, &re) {
+			t.Errorf("kill at request %d: Run = %v; a dead registry must not read as a gate refusal", n, err)
+		}
 		k.restart()
 		// Between the runs: every tag that exists resolves to a whole image.
 		assertTagsWhole(t, f.release)
@@ -274,5 +280,28 @@ func TestKillableDetectsEarlyTag(t *testing.T) {
 	}
 	if len(k.violations) != 1 {
 		t.Errorf("violations = %q, want one", k.violations)
+	}
+}
+
+// TestUnreachableIsNotARefusal: a registry that does not answer is exit
+// 69 (unavailable), never a gate refusal.
+func TestUnreachableIsNotARefusal(t *testing.T) {
+	k := newKillable(t)
+	f := newFixture(t, k.addr)
+	d := f.good()
+	path := f.releaseFile(nil, rel(d.String(), "2026-12", "x-2026.12"))
+	k.mu.Lock()
+	k.srv.Close()
+	k.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := promote.Run(ctx, path, f.opts(promote.WithConfirm(true))...)
+	var re *promote.RefusedError
+	if err == nil || errors.As(err, &re) || exitcode.Code(err) != exitcode.Unavailable {
+		t.Errorf("Run against a dead registry = %v (exit %d), want exit %d and no refusal", err, exitcode.Code(err), exitcode.Unavailable)
+	}
+	_, err = promote.Pin(ctx, mustTag(t, f.release+":x"), f.opts()...)
+	if err == nil || errors.As(err, &re) {
+		t.Errorf("Pin against a dead registry = %v, want an error that is no refusal", err)
 	}
 }

@@ -62,7 +62,10 @@ func Pin(ctx context.Context, tag name.Tag, opts ...Option) (*Pinned, error) {
 		return nil, fmt.Errorf("resolving %s: %w", tag, err)
 	}
 	d := tag.Context().Digest(desc.Digest.String())
-	l, refusals := o.gates(ctx, d, nil, "")
+	l, refusals, err := o.gates(ctx, d, nil, "")
+	if err != nil {
+		return nil, err
+	}
 	if len(refusals) > 0 {
 		return nil, &RefusedError{Pin: true, Refusals: refusals}
 	}

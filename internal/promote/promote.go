@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 )
@@ -109,7 +110,11 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 			continue
 		}
 		log.Debug("checking gates", "source", src.String())
-		refusals = append(refusals, o.checkGates(ctx, src, l, lockPath)...)
+		rr, err = o.checkGates(ctx, src, l, lockPath)
+		if err != nil {
+			return nil, err
+		}
+		refusals = append(refusals, rr...)
 		res.Gated = append(res.Gated, src.String())
 		copies = append(copies, rc...)
 		tags = append(tags, rt...)
@@ -138,7 +143,11 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 			return nil, err
 		}
 		if len(rt) > 0 && !gated[src.DigestStr()] {
-			refusals = append(refusals, o.checkGates(ctx, src, l, lockPath)...)
+			rr, err := o.checkGates(ctx, src, l, lockPath)
+			if err != nil {
+				return nil, err
+			}
+			refusals = append(refusals, rr...)
 			gated[src.DigestStr()] = true
 			res.Gated = append(res.Gated, src.String())
 		}
@@ -163,7 +172,7 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 	for i := range res.Actions {
 		a := &res.Actions[i]
 		if err := o.do(ctx, a, byDigest); err != nil {
-			return res, fmt.Errorf("promoting %s: %s %s: %w", f.Image, a.Kind, a.Target, err)
+			return res, classify(fmt.Errorf("promoting %s: %s %s: %w", f.Image, a.Kind, a.Target, err))
 		}
 		a.Done = true
 		log.Info("promoted", "action", string(a.Kind), "target", a.Target, "digest", a.Digest)
@@ -179,7 +188,7 @@ func (o *options) plan(ctx context.Context, repo name.Repository, src name.Diges
 	if _, err := head(dst, ro); errors.Is(err, errNotFound) {
 		copies = append(copies, Action{Kind: CopyImage, Target: dst.String(), Digest: src.DigestStr()})
 	} else if err != nil {
-		return nil, nil, nil, fmt.Errorf("checking %s: %w", dst, err)
+		return nil, nil, nil, classify(fmt.Errorf("checking %s: %w", dst, err))
 	}
 	for _, suffix := range []string{".sig", ".att"} {
 		st := src.Context().Tag(attachmentTag(src, suffix))
@@ -187,12 +196,12 @@ func (o *options) plan(ctx context.Context, repo name.Repository, src name.Diges
 		if errors.Is(err, errNotFound) {
 			continue // the gates refuse a digest without them
 		} else if err != nil {
-			return nil, nil, nil, fmt.Errorf("checking %s: %w", st, err)
+			return nil, nil, nil, classify(fmt.Errorf("checking %s: %w", st, err))
 		}
 		dt := repo.Tag(st.TagStr())
 		dd, err := head(dt, ro)
 		if err != nil && !errors.Is(err, errNotFound) {
-			return nil, nil, nil, fmt.Errorf("checking %s: %w", dt, err)
+			return nil, nil, nil, classify(fmt.Errorf("checking %s: %w", dt, err))
 		}
 		if dd != sd {
 			copies = append(copies, Action{Kind: CopyAttachment, Target: dt.String(), Digest: sd, From: dd})
@@ -202,7 +211,7 @@ func (o *options) plan(ctx context.Context, repo name.Repository, src name.Diges
 		tag := repo.Tag(t)
 		cur, err := head(tag, ro)
 		if err != nil && !errors.Is(err, errNotFound) {
-			return nil, nil, nil, fmt.Errorf("checking %s: %w", tag, err)
+			return nil, nil, nil, classify(fmt.Errorf("checking %s: %w", tag, err))
 		}
 		if cur == src.DigestStr() {
 			continue
@@ -295,6 +304,14 @@ func attachmentTag(src name.Digest, suffix string) string {
 }
 
 var errNotFound = errors.New("not found")
+
+// classify gives an unreachable registry its exit code (69).
+func classify(err error) error {
+	if unreachable(err) {
+		return exitcode.Wrap(exitcode.Unavailable, err)
+	}
+	return err
+}
 
 // head returns ref's manifest digest, or errNotFound.
 func head(ref name.Reference, ro []remote.Option) (string, error) {

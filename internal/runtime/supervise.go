@@ -54,6 +54,7 @@ func Listen() (*Process, error) {
 	// the init through SIGPIPE, and writing to the terminal from the
 	// background must not stop it.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE, syscall.SIGTTIN, syscall.SIGTTOU)
+	resetIgnoredSignals()
 	if os.Getpid() != 1 {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			return p, fmt.Errorf("becoming a child subreaper: %w", err)

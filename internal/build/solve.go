@@ -128,7 +128,7 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 	}
 	baseRef := Plan(l).Base
 	buildFunc := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
-		res, err := gc.Solve(ctx, gateway.SolveRequest{Definition: def.ToPB(), CacheImports: cacheImports, Evaluate: true})
+		res, err := gc.Solve(ctx, gateway.SolveRequest{Definition: def.ToPB(), CacheImports: cacheImports})
 		if err != nil {
 			return nil, err
 		}

@@ -57,21 +57,26 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 			if err != nil {
 				return err
 			}
+			d, err := progressui.NewDisplay(cmd.ErrOrStderr(), progressui.DisplayMode(progress))
+			if err != nil {
+				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--progress %q: %w", progress, err))
+			}
 			ctx := cmd.Context()
 			c, err := build.Dial(ctx, build.Addr(addr), timeout)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			d, err := progressui.NewDisplay(cmd.ErrOrStderr(), progressui.DisplayMode(progress))
-			if err != nil {
-				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--progress %q: %w", progress, err))
-			}
-			ch := make(chan *client.SolveStatus)
-			shown := make(chan struct{})
-			go func() { _, _ = d.UpdateFrom(ctx, ch); close(shown) }()
-			opts := []build.Option{build.WithPush(push), build.WithStatus(ch), build.WithDialTimeout(timeout),
+			opts := []build.Option{build.WithPush(push), build.WithDialTimeout(timeout),
 				build.WithInsecureRegistry(insecure), build.WithRewriteTimestamp(rewrite), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...)}
+			shown := make(chan struct{})
+			if progress == string(progressui.QuietMode) {
+				close(shown)
+			} else {
+				ch := make(chan *client.SolveStatus)
+				go func() { _, _ = d.UpdateFrom(ctx, ch); close(shown) }()
+				opts = append(opts, build.WithStatus(ch))
+			}
 			if initPath != "" {
 				opts = append(opts, build.WithInit(initPath))
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +24,12 @@ func TestE2EDemoBuildInstallsLockedVersions(t *testing.T) {
 	e := getE2E(t)
 	ctx := context.Background()
 	l := e.lock(t, uniq("demo"), "1.0.0", smallCore)
-	dir := filepath.Join(t.TempDir(), "layout")
+	// podman names the image after the path: it must be lowercase.
+	dir, err := os.MkdirTemp("", "imagectl-build-e2e-layout-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	r, err := Solve(ctx, e.c, l, WithInit(e.init), WithPush(true), WithOCILayout(dir))
 	if err != nil {
 		t.Fatalf("Solve(demo) error: %v", err)
@@ -81,13 +85,15 @@ func TestE2EDemoBuildInstallsLockedVersions(t *testing.T) {
 		t.Errorf("created = %v, want SOURCE_DATE_EPOCH %d", cf.Created, l.SourceDateEpoch)
 	}
 
-	// Run something inside it: the locked versions are what is installed.
-	out := e.runIn(t, r.Ref, `set -e
+	// Run something inside it, through its entrypoint (the init): the locked
+	// versions are what is installed.
+	out := e.runIn(t, dir, `set -e
 if [ -x /opt/venv/bin/pip ]; then /opt/venv/bin/pip list --format json > /out/pip.json
 else python3 -m pip --python /opt/venv/bin/python list --format json > /out/pip.json; fi
 dpkg-query -W -f '${Package}=${Version}\n' > /out/dpkg.txt
 cp `+runtime.ConfigPath+` /out/runtime.json
-`+InitPath+` /opt/venv/bin/python -c 'import demo_core, demo_util; print("ok")' > /out/init.txt`)
+/opt/venv/bin/python -c 'import demo_core, demo_util; print("ok")' > /out/import.txt
+test "$(readlink /proc/1/exe)" = `+InitPath+` && echo ok > /out/init.txt`)
 	var pkgs []struct{ Name, Version string }
 	if err := json.Unmarshal([]byte(out["pip.json"]), &pkgs); err != nil {
 		t.Fatalf("pip list: %v\n%s", err, out["pip.json"])
@@ -110,8 +116,11 @@ cp `+runtime.ConfigPath+` /out/runtime.json
 	if err := json.Unmarshal([]byte(out["runtime.json"]), &rc); err != nil || rc.Image.LockDigest != l.Digest {
 		t.Errorf("runtime config in the image = %+v (%v), want lock digest %s", rc, err, l.Digest)
 	}
+	if strings.TrimSpace(out["import.txt"]) != "ok" {
+		t.Errorf("importing the locked packages printed %q, want ok", out["import.txt"])
+	}
 	if strings.TrimSpace(out["init.txt"]) != "ok" {
-		t.Errorf("running python through the init printed %q, want ok", out["init.txt"])
+		t.Errorf("PID 1 is not %s; output:\n%s", InitPath, out["output"])
 	}
 }
 

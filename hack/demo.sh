@@ -79,9 +79,9 @@ cat <<EOT
   metrics          $demo/metrics.prom
   keys (throwaway) $keys/{signer,verifier}/cosign.{key,pub}  password: \$IMAGECTL_SIGNING_PASSWORD=imagectl-demo
   pin it           $pinned
-  check it with the stock cosign CLI:
-    cosign verify --key $keys/signer/cosign.pub --insecure-ignore-tlog $pinned
-    cosign verify-attestation --key $keys/verifier/cosign.pub --insecure-ignore-tlog \\
+  check it with the stock cosign CLI (bin/cosign, v2.6.5):
+    bin/cosign verify --key $keys/signer/cosign.pub --insecure-ignore-tlog $pinned
+    bin/cosign verify-attestation --key $keys/verifier/cosign.pub --insecure-ignore-tlog \\
       --type https://imagectl.dev/attestations/verification/v1 $pinned
   (services this run started are stopped now unless KEEP_UP=1; \`make up\` starts them again)
 EOT

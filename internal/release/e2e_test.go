@@ -1,6 +1,7 @@
 package release
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/build"
+	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
 	"imagectl/internal/sign"
@@ -119,6 +122,35 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 	}
 	if b, err := os.ReadFile(oc.Promoted.Changelog); err != nil || !strings.Contains(string(b), "First release") {
 		t.Errorf("changelog %s = %q, %v; want a first-release note", oc.Promoted.Changelog, b, err)
+	}
+
+	// A refused promotion (signatures checked against the wrong key) changes
+	// neither the release file nor the release repository's tags.
+	relFile := filepath.Join(images, "demo", promote.FileName)
+	before, err := os.ReadFile(relFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := stages("2026-10")
+	wrong.cfg.PublicKey = verPub
+	l, err := lock.Read(lock.Path(images, "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := name.NewDigest(oc.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wrong.Promote(ctx, l, d); exitcode.Code(err) != exitcode.PromotionRefused {
+		t.Errorf("Promote with the wrong trusted key = %v (exit %d), want a refusal (exit %d)", err, exitcode.Code(err), exitcode.PromotionRefused)
+	}
+	if after, _ := os.ReadFile(relFile); !bytes.Equal(before, after) {
+		t.Errorf("a refused promotion changed %s:\n%s\nwant\n%s", relFile, after, before)
+	}
+	if tag, err := name.NewTag(imgs[0].Repos.Release + ":demo-2026.10"); err == nil {
+		if _, err := remote.Head(tag); err == nil {
+			t.Errorf("a refused promotion wrote the tag %s", tag)
+		}
 	}
 
 	// Users pin the moving tag: the digest comes back only after the gates.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -274,10 +275,18 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	}
 	tag := releaseTag(f, l.Name, r.cfg.Month, d)
 	rel := promote.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
-	if err := promote.Record(relPath, l.Name, l.Repos.Release, rel, l.Name); err != nil {
+	// The new release goes into a pending copy of the release file, which
+	// replaces the real one only once the registry has been reconciled to
+	// it: a refused or failed promotion leaves the file in git as it was.
+	pending := filepath.Join(filepath.Dir(relPath), ".pending-"+promote.FileName)
+	if err := copyFile(relPath, pending); err != nil {
 		return Promoted{}, err
 	}
-	if _, err := promote.Run(ctx, relPath,
+	defer os.Remove(pending)
+	if err := promote.Record(pending, l.Name, l.Repos.Release, rel, l.Name); err != nil {
+		return Promoted{}, err
+	}
+	if _, err := promote.Run(ctx, pending,
 		promote.WithConfirm(true),
 		promote.WithTrustedKeys(r.cfg.PublicKey),
 		promote.WithVerifierKeys(r.cfg.VerifierPublicKey),
@@ -286,9 +295,27 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	); err != nil {
 		return Promoted{}, err
 	}
+	if err := os.Rename(pending, relPath); err != nil {
+		return Promoted{}, fmt.Errorf("recording the release in %s: %w", relPath, err)
+	}
 	p := Promoted{Reference: l.Repos.Release + "@" + d.DigestStr(), Tags: append(rel.Tags, l.Name)}
 	p.Changelog, err = r.writeChangelog(ctx, l, tag, prev)
 	return p, err
+}
+
+// copyFile copies src to dst atomically; a missing src removes dst.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(dst, b, 0o644)
 }
 
 // releaseTag is the month's immutable tag for d: NAME-YYYY.MM, or, when a

@@ -116,7 +116,7 @@ func loadImages(cmd *cobra.Command, sf specFlags, args, names []string) ([]spec.
 	if err != nil {
 		return nil, err
 	}
-	sel, err := lock.Select(imgs, names)
+	sel, err := spec.Select(imgs, names)
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.Usage, err)
 	}

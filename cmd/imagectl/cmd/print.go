@@ -49,16 +49,9 @@ Paths are spec files or directories of *.hcl files; the default is specs/.`,
 				return pathError(err)
 			}
 			if only != "" {
-				var sel []spec.Image
-				for _, img := range imgs {
-					if img.Name == only {
-						sel = append(sel, img)
-					}
+				if imgs, err = spec.Select(imgs, []string{only}); err != nil {
+					return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--image: %w", err))
 				}
-				if len(sel) == 0 {
-					return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--image %q: no such image in %s", only, strings.Join(specPaths(args), " ")))
-				}
-				imgs = sel
 			}
 			if asJSON {
 				if imgs == nil {

@@ -3,9 +3,6 @@ package promote_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -129,16 +126,9 @@ func (r *realRegistry) wasKilled() bool {
 }
 
 func (r *realRegistry) checkTagPut(path string, body []byte) {
-	i := strings.Index(path, "/manifests/")
-	repo, ref := strings.TrimPrefix(path[:i], "/v2/"), path[i+len("/manifests/"):]
-	if strings.HasPrefix(ref, "sha256:") || strings.HasPrefix(ref, "sha256-") {
-		return
-	}
-	sum := sha256.Sum256(body)
-	d := "sha256:" + hex.EncodeToString(sum[:])
-	// head reports false only when the registry answers that it lacks
+	// exists reports false only when the registry answers that it lacks
 	// the object; a dead registry (the PUT will fail too) proves nothing.
-	head := func(kind, d string) bool {
+	v := tagPutViolation(path, body, func(repo, kind, d string) bool {
 		req, _ := http.NewRequest(http.MethodHead, "http://"+r.backend+"/v2/"+repo+"/"+kind+"/"+d, nil)
 		req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.index.v1+json")
 		resp, err := http.DefaultClient.Do(req)
@@ -147,27 +137,10 @@ func (r *realRegistry) checkTagPut(path string, body []byte) {
 		}
 		resp.Body.Close()
 		return resp.StatusCode != http.StatusNotFound
-	}
-	var m struct {
-		Config struct{ Digest string }   `json:"config"`
-		Layers []struct{ Digest string } `json:"layers"`
-	}
-	_ = json.Unmarshal(body, &m)
-	var missing []string
-	if !head("manifests", d) {
-		missing = append(missing, "manifest "+d)
-	}
-	if m.Config.Digest != "" && !head("blobs", m.Config.Digest) {
-		missing = append(missing, "config")
-	}
-	for _, l := range m.Layers {
-		if !head("blobs", l.Digest) {
-			missing = append(missing, "layer "+l.Digest)
-		}
-	}
-	if len(missing) > 0 {
+	})
+	if v != "" {
 		r.mu.Lock()
-		r.violations = append(r.violations, fmt.Sprintf("tag %s:%s written before %v", repo, ref, missing))
+		r.violations = append(r.violations, v)
 		r.mu.Unlock()
 	}
 }

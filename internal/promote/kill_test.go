@@ -109,15 +109,28 @@ func (k *killable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (k *killable) checkTagPut(path string, body []byte) {
-	i := strings.Index(path, "/manifests/")
-	repo, ref := strings.TrimPrefix(path[:i], "/v2/"), path[i+len("/manifests/"):]
-	if strings.HasPrefix(ref, "sha256:") {
-		return
-	}
-	exists := func(kind, d string) bool {
+	v := tagPutViolation(path, body, func(repo, kind, d string) bool {
 		rec := httptest.NewRecorder()
 		k.inner.ServeHTTP(rec, httptest.NewRequest(http.MethodHead, "/v2/"+repo+"/"+kind+"/"+d, nil))
 		return rec.Code == http.StatusOK
+	})
+	if v != "" {
+		k.mu.Lock()
+		k.violations = append(k.violations, v)
+		k.mu.Unlock()
+	}
+}
+
+// tagPutViolation checks a manifest PUT to path (/v2/REPO/manifests/REF)
+// with body: when REF is a tag, everything the manifest names (and, for a
+// release tag, the manifest itself by digest) must already be in REPO.
+// exists(repo, kind, digest) asks the registry; kind is "blobs" or
+// "manifests". It returns the violation, or "" when the PUT is in order.
+func tagPutViolation(path string, body []byte, exists func(repo, kind, d string) bool) string {
+	i := strings.Index(path, "/manifests/")
+	repo, ref := strings.TrimPrefix(path[:i], "/v2/"), path[i+len("/manifests/"):]
+	if strings.HasPrefix(ref, "sha256:") {
+		return ""
 	}
 	sum := sha256.Sum256(body)
 	d := "sha256:" + hex.EncodeToString(sum[:])
@@ -128,27 +141,27 @@ func (k *killable) checkTagPut(path string, body []byte) {
 	}
 	_ = json.Unmarshal(body, &m)
 	var missing []string
-	if !strings.HasPrefix(ref, "sha256-") && !exists("manifests", d) {
+	// Attachment tags (sha256-<hex>.sig/.att) are pushed by tag only.
+	if !strings.HasPrefix(ref, "sha256-") && !exists(repo, "manifests", d) {
 		missing = append(missing, "manifest "+d)
 	}
-	if m.Config.Digest != "" && !exists("blobs", m.Config.Digest) {
+	if m.Config.Digest != "" && !exists(repo, "blobs", m.Config.Digest) {
 		missing = append(missing, "config "+m.Config.Digest)
 	}
 	for _, l := range m.Layers {
-		if !exists("blobs", l.Digest) {
+		if !exists(repo, "blobs", l.Digest) {
 			missing = append(missing, "layer "+l.Digest)
 		}
 	}
 	for _, c := range m.Manifests {
-		if !exists("manifests", c.Digest) {
+		if !exists(repo, "manifests", c.Digest) {
 			missing = append(missing, "child "+c.Digest)
 		}
 	}
-	if len(missing) > 0 {
-		k.mu.Lock()
-		k.violations = append(k.violations, fmt.Sprintf("tag %s:%s written before %v", repo, ref, missing))
-		k.mu.Unlock()
+	if len(missing) == 0 {
+		return ""
 	}
+	return fmt.Sprintf("tag %s:%s written before %v", repo, ref, missing)
 }
 
 // TestKilledMidPromotion kills the registry at every request of a

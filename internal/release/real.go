@@ -139,9 +139,13 @@ func (r *Real) Build(ctx context.Context, l *lock.Lock) (Built, error) {
 		return Built{}, fmt.Errorf("build returned %q, not a digest reference: %w", res.Ref, err)
 	}
 	b := Built{Digest: d, Size: res.Size, Layers: len(res.Layers)}
-	prev, err := r.previousRelease(l.Name, d)
-	if err != nil || prev == nil {
-		return b, err
+	f, err := r.releases(l.Name)
+	if err != nil {
+		return Built{}, err
+	}
+	prev := previousRelease(f, d)
+	if prev == nil {
+		return b, nil
 	}
 	seen, err := r.layers(ctx, prev)
 	if err != nil {
@@ -182,22 +186,24 @@ func (r *Real) layers(ctx context.Context, rel *promote.Release) (map[string]boo
 	return seen, nil
 }
 
-// previousRelease is the newest release in the image's release file of a
-// digest other than d, or nil: what a release of d is compared with.
-func (r *Real) previousRelease(image string, d name.Digest) (*promote.Release, error) {
+// releases reads the image's release file; a missing file is an empty one.
+func (r *Real) releases(image string) (*promote.File, error) {
 	f, err := promote.ReadFile(r.releasePath(image))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return &promote.File{}, nil
 	}
-	if err != nil {
-		return nil, err
-	}
+	return f, err
+}
+
+// previousRelease is the newest release in f of a digest other than d, or
+// nil: what a release of d is compared with.
+func previousRelease(f *promote.File, d name.Digest) *promote.Release {
 	for i := len(f.Releases) - 1; i >= 0; i-- {
 		if rd, err := f.Releases[i].Digest(); err == nil && rd.DigestStr() != d.DigestStr() {
-			return &f.Releases[i], nil
+			return &f.Releases[i]
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // Signed implements Stages: d verifies against the public key and carries a
@@ -262,17 +268,11 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	relPath := r.releasePath(l.Name)
-	prev, err := r.previousRelease(l.Name, d)
+	f, err := r.releases(l.Name)
 	if err != nil {
 		return Promoted{}, err
 	}
-	f, err := promote.ReadFile(relPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		f, err = &promote.File{}, nil
-	}
-	if err != nil {
-		return Promoted{}, err
-	}
+	prev := previousRelease(f, d)
 	tag := releaseTag(f, l.Name, r.cfg.Month, d)
 	rel := promote.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
 	// The new release goes into a pending copy of the release file, which

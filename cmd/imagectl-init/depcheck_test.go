@@ -15,10 +15,11 @@ func TestDeps(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	allowed := map[string]bool{
-		"imagectl/cmd/imagectl-init": true,
-		"imagectl/internal/runtime":  true,
-		"imagectl/internal/exitcode": true,
-		"imagectl/internal/logs":     true,
+		"imagectl/cmd/imagectl-init":   true,
+		"imagectl/internal/runtime":    true,
+		"imagectl/internal/initconfig": true,
+		"imagectl/internal/exitcode":   true,
+		"imagectl/internal/logs":       true,
 	}
 	var seen int
 	for _, p := range strings.Fields(string(out)) {

@@ -19,8 +19,8 @@ import (
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
-	"imagectl/internal/runtime"
 	"imagectl/internal/testenv"
 	"imagectl/internal/wheelhouse"
 )
@@ -225,7 +225,7 @@ func (e *e2e) lock(t testing.TB, repo, utilVersion string, core wheelhouse.Spec)
 			e.wheel(t, wheelhouse.Spec{Name: "demo-util", Version: utilVersion, Requires: []string{"demo-dep>=1"}}),
 		},
 		Labels:  map[string]string{"org.opencontainers.image.title": "imagectl demo"},
-		Runtime: runtime.Config{Storage: runtime.Storage{Path: "/storage", ReadyFile: "/storage/.ready", Timeout: runtime.Duration(time.Second)}},
+		Runtime: initconfig.Config{Storage: initconfig.Storage{Path: "/storage", ReadyFile: "/storage/.ready", Timeout: initconfig.Duration(time.Second)}},
 	}
 	l.Repos.Staging = e.env.Registry + "/imagectl/staging/" + repo
 	l.Repos.Release = e.env.Registry + "/imagectl/" + repo

@@ -17,7 +17,7 @@ import (
 	"github.com/moby/buildkit/client"
 
 	"imagectl/internal/exitcode"
-	"imagectl/internal/runtime"
+	"imagectl/internal/initconfig"
 )
 
 func TestE2EDemoBuildInstallsLockedVersions(t *testing.T) {
@@ -91,7 +91,7 @@ func TestE2EDemoBuildInstallsLockedVersions(t *testing.T) {
 if [ -x /opt/venv/bin/pip ]; then /opt/venv/bin/pip list --format json > /out/pip.json
 else python3 -m pip --python /opt/venv/bin/python list --format json > /out/pip.json; fi
 dpkg-query -W -f '${Package}=${Version}\n' > /out/dpkg.txt
-cp `+runtime.ConfigPath+` /out/runtime.json
+cp `+initconfig.Path+` /out/runtime.json
 /opt/venv/bin/python -c 'import demo_core, demo_util; print("ok")' > /out/import.txt
 test "$(readlink /proc/1/exe)" = `+InitPath+` && echo ok > /out/init.txt`)
 	var pkgs []struct{ Name, Version string }
@@ -112,7 +112,7 @@ test "$(readlink /proc/1/exe)" = `+InitPath+` && echo ok > /out/init.txt`)
 			t.Errorf("dpkg: %s=%s is not installed in the image", d.Name, d.Version)
 		}
 	}
-	var rc runtime.Config
+	var rc initconfig.Config
 	if err := json.Unmarshal([]byte(out["runtime.json"]), &rc); err != nil || rc.Image.LockDigest != l.Digest {
 		t.Errorf("runtime config in the image = %+v (%v), want lock digest %s", rc, err, l.Digest)
 	}

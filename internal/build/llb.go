@@ -14,8 +14,8 @@ import (
 	digest "github.com/opencontainers/go-digest"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
-	"imagectl/internal/runtime"
 )
 
 // Paths inside the image.
@@ -102,7 +102,7 @@ func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 				return llb.State{}, err
 			}
 			next = install(cur, epoch, files, filesDir, initScript,
-				"[init] "+InitPath+" and "+runtime.ConfigPath)
+				"[init] "+InitPath+" and "+initconfig.Path)
 		default:
 			return llb.State{}, fmt.Errorf("layer %q: unknown kind %q", layer.Name, layer.Kind)
 		}
@@ -247,9 +247,9 @@ func initFiles(l *lock.Lock, initBin []byte) (llb.State, error) {
 
 var initScript = `set -eu
 install -D -m 0755 ` + filesDir + `/imagectl-init ` + InitPath + `
-install -D -m 0644 ` + filesDir + `/runtime.json ` + runtime.ConfigPath
+install -D -m 0644 ` + filesDir + `/runtime.json ` + initconfig.Path
 
-// RuntimeConfig returns the JSON baked at runtime.ConfigPath: the lock's
+// RuntimeConfig returns the JSON baked at initconfig.Path: the lock's
 // runtime block with the image facts filled in from the lock.
 func RuntimeConfig(l *lock.Lock) ([]byte, error) {
 	c := l.Runtime

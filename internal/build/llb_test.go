@@ -14,8 +14,8 @@ import (
 	"github.com/moby/buildkit/solver/pb"
 	digest "github.com/opencontainers/go-digest"
 
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
-	"imagectl/internal/runtime"
 )
 
 // graph is a marshalled definition, walked like BuildKit's llbtest.
@@ -217,14 +217,14 @@ func TestDefinitionInitLayer(t *testing.T) {
 	}
 	execs := g.execs()
 	last := strings.Join(execs[len(execs)-1].Meta.Args, " ")
-	for _, want := range []string{"/imagectl-init " + InitPath, "/runtime.json " + runtime.ConfigPath} {
+	for _, want := range []string{"/imagectl-init " + InitPath, "/runtime.json " + initconfig.Path} {
 		if !strings.Contains(last, want) {
 			t.Errorf("last step %q does not install %s", last, want)
 		}
 	}
-	var cfg runtime.Config
+	var cfg initconfig.Config
 	if err := json.Unmarshal(files["/runtime.json"], &cfg); err != nil {
-		t.Fatalf("runtime config at %s: %v", runtime.ConfigPath, err)
+		t.Fatalf("runtime config at %s: %v", initconfig.Path, err)
 	}
 	if cfg.Image.LockDigest != l.Digest || cfg.Image.Name != "unit" || cfg.Storage.Path != "/storage" {
 		t.Errorf("runtime config = %+v, want the lock's runtime with its digest and name", cfg)

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
-	"imagectl/internal/runtime"
 )
 
 func sum(s string) string {
@@ -44,8 +44,8 @@ func unitLock() *lock.Lock {
 		},
 		Env:    map[string]string{"HF_HUB_OFFLINE": "1"},
 		Labels: map[string]string{"org.opencontainers.image.title": "unit image"},
-		Runtime: runtime.Config{
-			Storage: runtime.Storage{Path: "/storage"},
+		Runtime: initconfig.Config{
+			Storage: initconfig.Storage{Path: "/storage"},
 		},
 	}
 	l.Repos.Staging = "registry.example.invalid:5000/imagectl/staging/unit"

@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/compat"
-	"imagectl/internal/runtime"
+	"imagectl/internal/initconfig"
 	"imagectl/internal/spec"
 )
 
@@ -178,7 +178,7 @@ func (f *fixture) demo() spec.Image {
 		Frozen:     []string{"demo-core"},
 		Labels:     map[string]string{"org.opencontainers.image.title": "imagectl demo"},
 		Repos:      spec.Repos{Staging: "127.0.0.1:5000/imagectl/staging/demo", Release: "127.0.0.1:5000/imagectl/demo"},
-		Runtime:    runtime.Config{Storage: runtime.Storage{Path: "/storage", ReadyFile: "/storage/.ready"}, Swappiness: &swap},
+		Runtime:    initconfig.Config{Storage: initconfig.Storage{Path: "/storage", ReadyFile: "/storage/.ready"}, Swappiness: &swap},
 		Verify:     spec.Verify{CPUOnly: true},
 	}
 }

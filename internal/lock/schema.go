@@ -4,7 +4,7 @@
 package lock
 
 import (
-	"imagectl/internal/runtime"
+	"imagectl/internal/initconfig"
 	"imagectl/internal/spec"
 )
 
@@ -41,7 +41,7 @@ type Lock struct {
 	Env        map[string]string `json:"env,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	Repos      spec.Repos        `json:"repos"`
-	Runtime    runtime.Config    `json:"runtime"`
+	Runtime    initconfig.Config `json:"runtime"`
 	Verify     spec.Verify       `json:"verify"`
 	Policy     spec.Policy       `json:"policy"`
 	// Digest is "sha256:<hex>" of the canonical encoding of the lock with

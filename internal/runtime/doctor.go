@@ -213,7 +213,7 @@ func diagnoseStorage(cfg Config, o options) Check {
 	}
 	c.Status = StatusFail
 	c.Found = strings.Join(problems, "; ")
-	c.Fix = fmt.Sprintf("mount the persistent volume at %s (docker -v VOLUME:%s, or a volumeMount on Kubernetes) and let the platform write the ready file; or override the path with %s", s.root(), s.root(), EnvStoragePath)
+	c.Fix = fmt.Sprintf("mount the persistent volume at %s (docker -v VOLUME:%s, or a volumeMount on Kubernetes) and let the platform write the ready file; or override the path with %s", storageRoot(s), storageRoot(s), EnvStoragePath)
 	return c
 }
 

@@ -56,14 +56,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	default:
 		return cfg, fmt.Errorf("reading runtime config: %w", err)
 	}
-	if err := cfg.applyEnv(getenv); err != nil {
+	if err := applyEnv(&cfg, getenv); err != nil {
 		return cfg, err
 	}
-	return cfg, cfg.Validate()
+	return cfg, validate(cfg)
 }
 
-// Validate checks the values the init acts on.
-func (c Config) Validate() error {
+// validate checks the values the init acts on.
+func validate(c Config) error {
 	if c.Swappiness != nil && (*c.Swappiness < 0 || *c.Swappiness > 200) {
 		return fmt.Errorf("swappiness %d: want 0-200", *c.Swappiness)
 	}
@@ -83,7 +83,7 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c *Config) applyEnv(getenv func(string) string) error {
+func applyEnv(c *Config, getenv func(string) string) error {
 	str := func(name string, dst *string) {
 		if v := getenv(name); v != "" {
 			*dst = v

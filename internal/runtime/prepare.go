@@ -61,7 +61,7 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 	}
 	if p.Storage.Configured && !p.Storage.Ready {
 		warn(fmt.Sprintf("storage not ready after %v (waited for %s); using local paths under %s instead, so caches will not survive the container: mount the volume, or set %s=true to fail instead of starting without it",
-			p.Storage.Waited.Round(time.Millisecond), cfg.Storage.describe(), o.fallback, EnvStorageRequired))
+			p.Storage.Waited.Round(time.Millisecond), describeStorage(cfg.Storage), o.fallback, EnvStorageRequired))
 	}
 	where := func(path string) string {
 		if p.Storage.Configured && !p.Storage.Ready {

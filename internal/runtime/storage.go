@@ -41,8 +41,8 @@ func (e *StorageNotReadyError) Error() string {
 // can tell "retry on another node" from a failed job.
 func (e *StorageNotReadyError) ExitCode() int { return exitcode.StorageNotReady }
 
-// describe says in words what the wait is for.
-func (s Storage) describe() string {
+// describeStorage says in words what the wait for s is for.
+func describeStorage(s Storage) string {
 	var parts []string
 	if s.Path != "" {
 		parts = append(parts, s.Path+" to be a mount point")
@@ -53,7 +53,8 @@ func (s Storage) describe() string {
 	return strings.Join(parts, " and ")
 }
 
-func (s Storage) root() string {
+// storageRoot is the directory s makes persistent.
+func storageRoot(s Storage) string {
 	if s.Path != "" {
 		return filepath.Clean(s.Path)
 	}
@@ -104,7 +105,7 @@ func WaitStorage(ctx context.Context, s Storage, opts ...Option) (StorageState, 
 }
 
 func waitStorage(ctx context.Context, s Storage, o options) (StorageState, error) {
-	st := StorageState{Configured: s.Path != "" || s.ReadyFile != "", Root: s.root()}
+	st := StorageState{Configured: s.Path != "" || s.ReadyFile != "", Root: storageRoot(s)}
 	if !st.Configured {
 		return st, nil
 	}
@@ -127,7 +128,7 @@ func waitStorage(ctx context.Context, s Storage, o options) (StorageState, error
 		}
 		if !time.Now().Before(deadline) {
 			if s.Required {
-				return st, &StorageNotReadyError{What: s.describe(), Timeout: timeout}
+				return st, &StorageNotReadyError{What: describeStorage(s), Timeout: timeout}
 			}
 			return st, nil
 		}

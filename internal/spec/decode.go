@@ -8,7 +8,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"imagectl/internal/compat"
-	"imagectl/internal/runtime"
+	"imagectl/internal/initconfig"
 )
 
 var fileSchema = &hcl.BodySchema{
@@ -306,7 +306,7 @@ func (l *loader) applyCompat(img *Image, ranges map[string]hcl.Range, def hcl.Ra
 		}
 	}
 	img.Runtime.DriverFloor = img.DriverFloor
-	img.Runtime.Image = runtime.ImageFacts{
+	img.Runtime.Image = initconfig.ImageFacts{
 		Name: img.Name, CUDA: img.CUDA, Torch: img.Torch, Python: img.Python, NCCL: img.NCCL, CUDNN: img.CUDNN,
 	}
 	return true

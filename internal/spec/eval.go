@@ -9,7 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
-	"imagectl/internal/runtime"
+	"imagectl/internal/initconfig"
 )
 
 // eval evaluates one attribute and converts it to at's kind. It returns
@@ -152,7 +152,7 @@ func (l *loader) eval(ctx *hcl.EvalContext, a *hcl.Attribute, at attr) (any, boo
 		if err != nil {
 			return fail("Invalid duration", "%s: %s.", a.Name, err)
 		}
-		return runtime.Duration(dur), true
+		return initconfig.Duration(dur), true
 	}
 	return fail("Internal error", "attribute %s has no decoder", a.Name)
 }

@@ -1,7 +1,7 @@
 package spec
 
 import (
-	"imagectl/internal/runtime"
+	"imagectl/internal/initconfig"
 )
 
 // Image is one concrete image: a spec's image block with its defaults
@@ -62,7 +62,7 @@ type Image struct {
 	// Repos are the target repositories.
 	Repos Repos `json:"repos"`
 	// Runtime is the init's configuration, baked into the image.
-	Runtime runtime.Config `json:"runtime"`
+	Runtime initconfig.Config `json:"runtime"`
 	// Verify holds the verification thresholds.
 	Verify Verify `json:"verify"`
 	// Policy holds image policy rules checked at lock and build time.
@@ -90,7 +90,7 @@ type Verify struct {
 	// CompileCache turns the torch.compile cache-reuse check on.
 	CompileCache bool `json:"compile_cache,omitempty"`
 	// Timeout bounds the whole verification. The default is 10m.
-	Timeout runtime.Duration `json:"timeout,omitempty"`
+	Timeout initconfig.Duration `json:"timeout,omitempty"`
 }
 
 // Policy holds image policy rules.

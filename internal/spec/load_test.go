@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"imagectl/internal/runtime"
+	"imagectl/internal/initconfig"
 	"imagectl/internal/spec"
 )
 
@@ -86,7 +86,7 @@ image "x" {
   }
 ` + repos + "}",
 		want: []spec.Image{{Name: "x", Base: "registry.example/b:1", Python: "3.11", Env: map[string]string{"A": "1", "B": "2"},
-			Runtime: runtime.Config{Swappiness: ptr(1), Storage: runtime.Storage{Path: "/storage", Timeout: runtime.Duration(120e9)}}}},
+			Runtime: initconfig.Config{Swappiness: ptr(1), Storage: initconfig.Storage{Path: "/storage", Timeout: initconfig.Duration(120e9)}}}},
 	}, {
 		name: "inherits: defaults, then parents in order, then own",
 		src: `defaults {
@@ -136,7 +136,7 @@ image "child" {
 		src: `image "g" {
 base = "registry.example/b:1"` + "\n" + `python = "3.11"` + "\n" + `cuda = "12.4"` + "\n" + `torch = "2.6.0"` + "\n" + `driver_floor = "550.54.14"` + repos + "}",
 		want: []spec.Image{{Name: "g", Base: "registry.example/b:1", Python: "3.11", CUDA: "12.4", Torch: "2.6.0", TorchVariant: "cu124",
-			NCCL: "2.21.5", CUDNN: "9.1.0.70", DriverFloor: "550.54.14", Runtime: runtime.Config{DriverFloor: "550.54.14"}}},
+			NCCL: "2.21.5", CUDNN: "9.1.0.70", DriverFloor: "550.54.14", Runtime: initconfig.Config{DriverFloor: "550.54.14"}}},
 	}, {
 		name: "cpu torch without cuda",
 		src: `image "c" {
@@ -160,8 +160,8 @@ verify {
 }
 ` + repos + "}",
 		want: []spec.Image{{Name: "s", Base: "registry.example/b:1", Python: "3.11",
-			Runtime: runtime.Config{MinShmBytes: 64e6, Caches: runtime.Caches{GCMaxBytes: 1 << 20, GCMaxAge: runtime.Duration(90 * 60e9)}},
-			Verify:  spec.Verify{AllReduceBytes: 3 << 29, Timeout: runtime.Duration(600e9)}}},
+			Runtime: initconfig.Config{MinShmBytes: 64e6, Caches: initconfig.Caches{GCMaxBytes: 1 << 20, GCMaxAge: initconfig.Duration(90 * 60e9)}},
+			Verify:  spec.Verify{AllReduceBytes: 3 << 29, Timeout: initconfig.Duration(600e9)}}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := spec.LoadSource(context.Background(), "t.hcl", []byte(tc.src), spec.WithVars(tc.vars), spec.WithEnv(envOf(tc.env)))

@@ -1,7 +1,7 @@
 package spec
 
 import (
-	"imagectl/internal/runtime"
+	"imagectl/internal/initconfig"
 )
 
 // kind is the type of a spec attribute.
@@ -41,7 +41,7 @@ type attr struct {
 	// a test keeps it, the set func and the Image type in step.
 	field string
 	// set stores the converted value: string, []string, map[string]string,
-	// bool, int64, float64, int64 bytes, or runtime.Duration.
+	// bool, int64, float64, int64 bytes, or initconfig.Duration.
 	set func(img *Image, v any)
 }
 
@@ -153,7 +153,7 @@ var reposBlock = &block{
 
 var runtimeBlock = &block{
 	name: "runtime",
-	doc:  "The init's configuration (imagectl-init, PID 1), baked into the image; maps onto runtime.Config.",
+	doc:  "The init's configuration (imagectl-init, PID 1), baked into the image; maps onto initconfig.Config (internal/initconfig), the contract between the build and the init.",
 	attrs: []attr{
 		{name: "swappiness", kind: kInt, min: 0, max: 200, def: "unchanged",
 			example: `1`,
@@ -182,7 +182,7 @@ var runtimeBlock = &block{
 		{name: "grace_period", kind: kDuration, def: `"10s"`,
 			example: `"30s"`,
 			doc:     "How long the init waits after forwarding a terminating signal before SIGKILL.",
-			field:   "Runtime.GracePeriod", set: func(i *Image, v any) { i.Runtime.GracePeriod = v.(runtime.Duration) }},
+			field:   "Runtime.GracePeriod", set: func(i *Image, v any) { i.Runtime.GracePeriod = v.(initconfig.Duration) }},
 		{name: "quiet", kind: kBool, def: "false",
 			example: `true`,
 			doc:     "Suppresses the init's one-line summary on the happy path.",
@@ -206,7 +206,7 @@ var storageBlock = &block{
 		{name: "timeout", kind: kDuration, def: `"60s"`,
 			example: `"30s"`,
 			doc:     "How long to wait for the storage.",
-			field:   "Runtime.Storage.Timeout", set: func(i *Image, v any) { i.Runtime.Storage.Timeout = v.(runtime.Duration) }},
+			field:   "Runtime.Storage.Timeout", set: func(i *Image, v any) { i.Runtime.Storage.Timeout = v.(initconfig.Duration) }},
 		{name: "required", kind: kBool, def: "false",
 			example: `true`,
 			doc:     "Makes a timeout fatal (exit 75); otherwise the init warns and falls back to local paths.",
@@ -229,7 +229,7 @@ var cachesBlock = &block{
 		{name: "cuda", kind: kString, check: checkAbsPath, def: "unset", example: `"/storage/cache/cuda"`,
 			doc: "CUDA_CACHE_PATH (the CUDA JIT cache).", field: "Runtime.Caches.CUDA", set: func(i *Image, v any) { i.Runtime.Caches.CUDA = v.(string) }},
 		{name: "gc_max_age", kind: kDuration, def: "keep", example: `"168h"`,
-			doc: "Removes cache entries not modified for longer than this.", field: "Runtime.Caches.GCMaxAge", set: func(i *Image, v any) { i.Runtime.Caches.GCMaxAge = v.(runtime.Duration) }},
+			doc: "Removes cache entries not modified for longer than this.", field: "Runtime.Caches.GCMaxAge", set: func(i *Image, v any) { i.Runtime.Caches.GCMaxAge = v.(initconfig.Duration) }},
 		{name: "gc_max_size", kind: kSize, def: "unlimited", example: `"50GiB"`,
 			doc: "Trims the compile caches, oldest first, to this total.", field: "Runtime.Caches.GCMaxBytes", set: func(i *Image, v any) { i.Runtime.Caches.GCMaxBytes = v.(int64) }},
 	},
@@ -250,7 +250,7 @@ var verifyBlock = &block{
 		{name: "compile_cache", kind: kBool, def: "false", example: `true`,
 			doc: "Turns the torch.compile cache-reuse check on.", field: "Verify.CompileCache", set: func(i *Image, v any) { i.Verify.CompileCache = v.(bool) }},
 		{name: "timeout", kind: kDuration, def: `"10m"`, example: `"15m"`,
-			doc: "Bounds the whole verification.", field: "Verify.Timeout", set: func(i *Image, v any) { i.Verify.Timeout = v.(runtime.Duration) }},
+			doc: "Bounds the whole verification.", field: "Verify.Timeout", set: func(i *Image, v any) { i.Verify.Timeout = v.(initconfig.Duration) }},
 	},
 }
 

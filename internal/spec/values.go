@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"imagectl/internal/compat"
-	"imagectl/internal/runtime"
+	"imagectl/internal/initconfig"
 )
 
 // sizeUnits maps a size suffix to its multiplier: SI (kB, MB, ...) and
@@ -65,7 +65,7 @@ func ParseSize(s string) (int64, error) {
 
 // ParseDuration parses a Go duration string ("30s", "5m", "168h"). Negative
 // durations are errors.
-func ParseDuration(s string) (runtime.Duration, error) {
+func ParseDuration(s string) (initconfig.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil {
 		return 0, fmt.Errorf("duration %q is not a Go duration such as \"30s\", \"5m\" or \"168h\"", s)
@@ -73,7 +73,7 @@ func ParseDuration(s string) (runtime.Duration, error) {
 	if d < 0 {
 		return 0, fmt.Errorf("duration %q is negative", s)
 	}
-	return runtime.Duration(d), nil
+	return initconfig.Duration(d), nil
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)

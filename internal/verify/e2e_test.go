@@ -22,8 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"imagectl/internal/exitcode"
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
-	iruntime "imagectl/internal/runtime"
 	"imagectl/internal/sign"
 	"imagectl/internal/testenv"
 )
@@ -32,7 +32,7 @@ import (
 // the venv bootstrap, no torch): imagectl-init as the entrypoint and a baked
 // runtime config, written as an OCI layout. It returns oci:DIR and the
 // image's digest reference.
-func e2eImage(t *testing.T, e testenv.Env, rc iruntime.Config) (string, name.Digest, v1.Image) {
+func e2eImage(t *testing.T, e testenv.Env, rc initconfig.Config) (string, name.Digest, v1.Image) {
 	t.Helper()
 	baseRef, err := name.ParseReference(e.Base, name.Insecure)
 	if err != nil {
@@ -133,7 +133,7 @@ func TestPodmanE2E(t *testing.T) {
 	if _, err := (NVML{}).Probe(context.Background()); !errors.Is(err, ErrNoGPU) {
 		t.Skipf("this test expects a machine without GPUs; NVML says %v", err)
 	}
-	rc := iruntime.Config{
+	rc := initconfig.Config{
 		MinShmBytes:     256 << 20,
 		TmpDir:          "/tmp/imagectl-tmp",
 		DriverFloor:     "525.60.13",

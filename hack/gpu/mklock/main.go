@@ -24,8 +24,8 @@ import (
 	"strings"
 	"time"
 
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
-	iruntime "imagectl/internal/runtime"
 	"imagectl/internal/spec"
 	"imagectl/internal/verify"
 )
@@ -108,16 +108,16 @@ func run(py, name, out, floor string, minGPUs int, busbw float64, storage string
 	}
 	swap := 60
 	st := storage
-	rt := iruntime.Config{
-		Storage:         iruntime.Storage{Path: st, Timeout: iruntime.Duration(5 * time.Second)},
+	rt := initconfig.Config{
+		Storage:         initconfig.Storage{Path: st, Timeout: initconfig.Duration(5 * time.Second)},
 		Swappiness:      &swap,
 		MinShmBytes:     1 << 30,
 		TmpDir:          st + "/tmp",
-		Caches:          iruntime.Caches{Inductor: st + "/cache/inductor", Triton: st + "/cache/triton", HF: st + "/cache/hf"},
+		Caches:          initconfig.Caches{Inductor: st + "/cache/inductor", Triton: st + "/cache/triton", HF: st + "/cache/hf"},
 		DriverFloor:     floor,
 		DriverPolicy:    "fail",
 		FingerprintPath: st + "/fingerprint.json",
-		Image:           iruntime.ImageFacts{Name: name, CUDA: tor.CUDA, Torch: tor.Torch, Python: minor, NCCL: nccl, CUDNN: cudnn},
+		Image:           initconfig.ImageFacts{Name: name, CUDA: tor.CUDA, Torch: tor.Torch, Python: minor, NCCL: nccl, CUDNN: cudnn},
 	}
 	l := &lock.Lock{
 		Name:            name,
@@ -140,7 +140,7 @@ func run(py, name, out, floor string, minGPUs int, busbw float64, storage string
 	old.Core = lock.Core{CUDA: "12.4", TorchVariant: "cu124", Torch: "2.6.0", Python: "3.11", NCCL: "2.21.5",
 		CUDNN: "9.1.0.70", DriverFloor: "525.60.13", Archs: []string{"sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"}}
 	old.Runtime.DriverFloor = "525.60.13"
-	old.Runtime.Image = iruntime.ImageFacts{Name: old.Name, CUDA: "12.4", Torch: "2.6.0+cu124", Python: "3.11", NCCL: "2.21.5", CUDNN: "9.1.0.70"}
+	old.Runtime.Image = initconfig.ImageFacts{Name: old.Name, CUDA: "12.4", Torch: "2.6.0+cu124", Python: "3.11", NCCL: "2.21.5", CUDNN: "9.1.0.70"}
 	old.Pip = nil
 	repl := map[string]string{"torch": "2.6.0+cu124", "triton": "3.2.0"}
 	for _, w := range pip {

@@ -1,0 +1,121 @@
+// Package initconfig is the contract between the build and the image's init:
+// the runtime config that the spec's runtime block becomes, that the lock
+// records, that the build bakes into the image at Path, and that the init
+// (internal/runtime, cmd/imagectl-init) reads at container start.
+//
+// The build side (internal/spec, internal/lock, internal/build) and the init
+// both import it, so neither depends on the other's implementation. Like the
+// init, it imports the standard library only (cmd/imagectl-init's
+// depcheck_test.go holds it to that).
+package initconfig
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Path is where the build bakes the runtime config into the image.
+const Path = "/etc/imagectl/runtime.json"
+
+// Config is the runtime config baked into the image from the spec's runtime
+// block (through the lock). Zero values mean "off" or "use the default"
+// as documented on each field.
+type Config struct {
+	// Storage is the persistent storage the init waits for.
+	Storage Storage `json:"storage"`
+	// Swappiness, when set, is written to /proc/sys/vm/swappiness.
+	Swappiness *int `json:"swappiness,omitempty"`
+	// MinShmBytes is the smallest /dev/shm the workload needs; 0 skips the check.
+	MinShmBytes int64 `json:"min_shm_bytes,omitempty"`
+	// ShmPath is the shared-memory mount to measure and enlarge. The default
+	// is /dev/shm.
+	ShmPath string `json:"shm_path,omitempty"`
+	// TmpDir is exported as TMPDIR (created 0775). Empty leaves TMPDIR alone.
+	TmpDir string `json:"tmpdir,omitempty"`
+	// Caches are the compile/model cache locations exported to the workload.
+	Caches Caches `json:"caches"`
+	// DriverFloor is the lowest NVIDIA driver version the image supports.
+	DriverFloor string `json:"driver_floor,omitempty"`
+	// DriverPolicy is "fail" or "warn" (the default) when the driver is
+	// below DriverFloor.
+	DriverPolicy string `json:"driver_policy,omitempty"`
+	// FingerprintPath is where the environment fingerprint is written; empty
+	// disables it.
+	FingerprintPath string `json:"fingerprint_path,omitempty"`
+	// GracePeriod is how long the init waits after forwarding a terminating
+	// signal before it sends SIGKILL. The default is 10s.
+	GracePeriod Duration `json:"grace_period,omitempty"`
+	// Quiet suppresses the one-line summary on the happy path.
+	Quiet bool `json:"quiet,omitempty"`
+	// Image describes the image the init runs in (from the lock), for the
+	// fingerprint and the driver message.
+	Image ImageFacts `json:"image"`
+}
+
+// Storage says what persistent storage to wait for.
+type Storage struct {
+	// Path is the mount point of the persistent storage, e.g. /storage.
+	Path string `json:"path,omitempty"`
+	// ReadyFile is a file whose existence means the storage is ready, e.g.
+	// /storage/.ready.
+	ReadyFile string `json:"ready_file,omitempty"`
+	// Timeout is how long to wait. The default is 60s.
+	Timeout Duration `json:"timeout,omitempty"`
+	// Required makes a timeout fatal (exit 75); otherwise the init warns
+	// and falls back to local paths.
+	Required bool `json:"required,omitempty"`
+}
+
+// Caches are cache directories, usually on storage.
+type Caches struct {
+	Inductor string `json:"inductor,omitempty"` // TORCHINDUCTOR_CACHE_DIR
+	Triton   string `json:"triton,omitempty"`   // TRITON_CACHE_DIR
+	TensorRT string `json:"tensorrt,omitempty"` // the TensorRT engine/timing cache
+	HF       string `json:"hf,omitempty"`       // HF_HOME
+	CUDA     string `json:"cuda,omitempty"`     // CUDA_CACHE_PATH
+	// GCMaxAge removes cache entries not modified for longer than this; 0 keeps them.
+	GCMaxAge Duration `json:"gc_max_age,omitempty"`
+	// GCMaxBytes trims the compile caches, oldest first, to this total; 0 is unlimited.
+	GCMaxBytes int64 `json:"gc_max_bytes,omitempty"`
+}
+
+// ImageFacts are the locked facts of the image, for the fingerprint.
+type ImageFacts struct {
+	Name       string `json:"name,omitempty"`
+	CUDA       string `json:"cuda,omitempty"`
+	Torch      string `json:"torch,omitempty"`
+	Python     string `json:"python,omitempty"`
+	NCCL       string `json:"nccl,omitempty"`
+	CUDNN      string `json:"cudnn,omitempty"`
+	LockDigest string `json:"lock_digest,omitempty"`
+}
+
+// Duration is a time.Duration that reads and writes as a Go duration string
+// ("90s", "5m").
+type Duration time.Duration
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("parsing duration %q: %w", s, err)
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }

@@ -6,6 +6,10 @@
 #
 #   hack/base.sh            build (cached under .cache/base) and push
 #   hack/base.sh mirror     print the Debian mirror from the machine's apt sources
+#   hack/base.sh layer DIR PACKAGES
+#                           only build (cached) DIR/layer.tar.gz: debootstrap
+#                           minbase plus PACKAGES (comma-separated), the same
+#                           recipe; hack/upstream.sh makes its bases this way
 #
 # The rootfs is made once and cached as .cache/base/layer.tar.gz, keyed by its
 # inputs (suite, packages, mirror); a second run only pushes (seconds).
@@ -63,12 +67,8 @@ if [ "${1:-}" = mirror ]; then
   exit 0
 fi
 
-: "${IMAGECTL_REGISTRY:?base: IMAGECTL_REGISTRY is not set (run through make up)}"
-ref="$IMAGECTL_REGISTRY/imagectl/debian-base:$suite"
-m=$(mirror)
 security=$(apt_uri "$suite-security" | head -n1)
-cache=$root/.cache/base
-mkdir -p "$cache" "$root/bin"
+mkdir -p "$root/bin"
 
 # hack/mkbase, rebuilt when its source is newer than the binary.
 mkbase=$root/bin/mkbase
@@ -76,18 +76,26 @@ if [ ! -x "$mkbase" ] || [ -n "$(find hack/mkbase -newer "$mkbase" -name '*.go' 
   go build -o "$mkbase" ./hack/mkbase
 fi
 
-# recipe: bump when the steps below change, so cached layers are remade.
-inputs="recipe=2 suite=$suite packages=$packages mirror=$m security=${security:-none} epoch=$SOURCE_DATE_EPOCH"
-if [ ! -f "$cache/layer.tar.gz" ] || [ "$(cat "$cache/inputs" 2>/dev/null)" != "$inputs" ]; then
-  command -v debootstrap >/dev/null || { echo "base: debootstrap is missing (make deps)" >&2; exit 1; }
-  echo "base: debootstrap --variant=minbase $suite from $m (about a minute)" >&2
+# build_layer CACHE PACKAGES: CACHE/layer.tar.gz, a debootstrap minbase of
+# $suite with PACKAGES, remade only when its inputs changed.
+build_layer() {
+  local cache=$1 packages=$2 m inputs start rootfs
+  m=$(mirror)
+  mkdir -p "$cache"
+  # recipe: bump when the steps below change, so cached layers are remade.
+  inputs="recipe=2 suite=$suite packages=$packages mirror=$m security=${security:-none} epoch=$SOURCE_DATE_EPOCH"
+  if [ -f "$cache/layer.tar.gz" ] && [ "$(cat "$cache/inputs" 2>/dev/null)" = "$inputs" ]; then
+    return 0
+  fi
+  command -v debootstrap >/dev/null || { echo "base: debootstrap is missing (make deps)" >&2; return 1; }
+  echo "base: debootstrap --variant=minbase $suite (+$packages) from $m into $cache (about a minute)" >&2
   start=$(date +%s)
   rootfs=$cache/rootfs
   rm -rf "$rootfs"
   debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$m" > "$cache/debootstrap.log" 2>&1 || {
     tail -n 30 "$cache/debootstrap.log" >&2
     echo "base: debootstrap failed; log in $cache/debootstrap.log" >&2
-    exit 1
+    return 1
   }
   # The lock stage runs apt-get update inside the base: name the mirror.
   {
@@ -102,7 +110,18 @@ if [ ! -f "$cache/layer.tar.gz" ] || [ "$(cat "$cache/inputs" 2>/dev/null)" != "
   echo "$inputs" > "$cache/inputs.tmp" && mv "$cache/inputs.tmp" "$cache/inputs"
   rm -rf "$rootfs"
   echo "base: rootfs packed in $(( $(date +%s) - start ))s" >&2
+}
+
+if [ "${1:-}" = layer ]; then
+  [ $# -eq 3 ] || { echo "usage: hack/base.sh layer DIR PACKAGES" >&2; exit 2; }
+  build_layer "$2" "$3"
+  exit 0
 fi
+
+: "${IMAGECTL_REGISTRY:?base: IMAGECTL_REGISTRY is not set (run through make up)}"
+ref="$IMAGECTL_REGISTRY/imagectl/debian-base:$suite"
+cache=$root/.cache/base
+build_layer "$cache" "$packages"
 
 # Skip the push when the registry already holds what the last run pushed.
 if [ -f "$cache/digest" ] && [ "$cache/digest" -nt "$cache/layer.tar.gz" ] && [ -x bin/crane ] &&

@@ -20,4 +20,4 @@ for f in "$pids"/*.pid; do
   fi
   rm -f "$f"
 done
-rm -f .cache/env
+rm -f .cache/env .cache/env.d/*.env

@@ -44,7 +44,7 @@ wait_for() {
 
 # hack/up.sh status: exit 0 when every service up.sh starts is running.
 if [ "${1:-}" = status ]; then
-  for n in buildkitd registry wheelindex; do
+  for n in buildkitd registry wheelindex upstream-registry; do
     alive "$n" || { echo "up: $n is not running" >&2; exit 1; }
   done
   [ -f "$cache/env" ] || { echo "up: no .cache/env" >&2; exit 1; }
@@ -137,6 +137,9 @@ IMAGECTL_REGISTRY=$registry hack/base.sh
 base=$registry/imagectl/debian-base:bookworm
 mirror=$(hack/base.sh mirror)
 
+# --- the upstream registry with the nvidia/cuda-shaped, python-less bases.
+. hack/upstream.sh
+
 tmp=$cache/env.tmp
 {
   echo "# written by hack/up.sh; source it: . .cache/env"
@@ -148,6 +151,7 @@ tmp=$cache/env.tmp
   printf 'export IMAGECTL_VAR_registry=%q\n' "$registry"
   printf 'export IMAGECTL_VAR_wheel_index=%q\n' "$wheel_index"
   printf 'export IMAGECTL_WHEELS_DIR=%q\n' "$cache/wheels"
+  cat "$cache"/env.d/*.env 2>/dev/null || true
 } > "$tmp"
 mv "$tmp" "$cache/env"
 echo "up: wrote .cache/env" >&2

@@ -3,14 +3,21 @@
 // SOURCE_DATE_EPOCH, numeric owners only, no device nodes.
 //
 //	mkbase tar ROOTFS OUT.tar.gz               write the gzipped layer tar
-//	mkbase image LAYER.tar [--push REF] [--layout DIR]   wrap it and push/write it
+//	mkbase image LAYER.tar [--push REF] [--layout DIR] [--config FILE] [--index] [--created-by TEXT]
+//	                                           wrap it and push/write it
 //
-// image prints the image digest on stdout.
+// --config names a JSON file holding the image config's "config" object
+// (OCI image-spec: Env, Labels, Cmd, ...) that replaces the default one;
+// --index pushes (and writes) an OCI image index with the image as its
+// linux/amd64 manifest, shaped like a multi-platform upstream image.
+// image prints the pushed digest (the index's with --index) on stdout.
 package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -56,15 +63,19 @@ func run(args []string) error {
 		return writeTar(args[1], args[2], sde)
 	case "image":
 		fs := flag.NewFlagSet("image", flag.ContinueOnError)
-		push := fs.String("push", "", "push the image to this reference")
-		lay := fs.String("layout", "", "write the image into this OCI layout directory")
+		var o imageOpts
+		fs.StringVar(&o.push, "push", "", "push the image to this reference")
+		fs.StringVar(&o.layout, "layout", "", "write the image into this OCI layout directory")
+		fs.StringVar(&o.config, "config", "", "JSON file with the image config's config object (Env, Labels, Cmd, ...)")
+		fs.BoolVar(&o.index, "index", false, "push an OCI image index with the image as its linux/amd64 manifest")
+		fs.StringVar(&o.createdBy, "created-by", "", "the layer's history entry")
 		if len(args) < 2 {
-			return errors.New("usage: mkbase image LAYER.tar [--push REF] [--layout DIR]")
+			return errors.New("usage: mkbase image LAYER.tar [--push REF] [--layout DIR] [--config FILE] [--index] [--created-by TEXT]")
 		}
 		if err := fs.Parse(args[2:]); err != nil {
 			return err
 		}
-		return image(args[1], *push, *lay, sde)
+		return image(args[1], o, sde)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -221,7 +232,55 @@ func writeTar(root, out string, sde time.Time) error {
 	return nil
 }
 
-func image(layerTar, push, lay string, sde time.Time) error {
+// imageOpts are mkbase image's flags.
+type imageOpts struct {
+	push, layout, config, createdBy string
+	index                           bool
+}
+
+// defaultConfig is the demo base's config.
+func defaultConfig() v1.Config {
+	return v1.Config{
+		Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"},
+		Cmd: []string{"/bin/bash"},
+		Labels: map[string]string{
+			"org.opencontainers.image.title":       "imagectl debian-base",
+			"org.opencontainers.image.description": "Debian bookworm minbase with python3, python3-venv, python3-pip, ca-certificates",
+		},
+	}
+}
+
+// readConfig decodes FILE strictly as an OCI config object.
+func readConfig(file string) (v1.Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return v1.Config{}, fmt.Errorf("--config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c v1.Config
+	if err := dec.Decode(&c); err != nil {
+		return v1.Config{}, fmt.Errorf("--config %s: %w", file, err)
+	}
+	if len(c.Env) == 0 {
+		return v1.Config{}, fmt.Errorf("--config %s: no Env (an image needs at least PATH)", file)
+	}
+	return c, nil
+}
+
+func image(layerTar string, o imageOpts, sde time.Time) error {
+	config := defaultConfig()
+	if o.config != "" {
+		c, err := readConfig(o.config)
+		if err != nil {
+			return err
+		}
+		config = c
+	}
+	createdBy := o.createdBy
+	if createdBy == "" {
+		createdBy = "debootstrap --variant=minbase bookworm (hack/base.sh)"
+	}
 	layer, err := tarball.LayerFromFile(layerTar, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", layerTar, err)
@@ -231,7 +290,7 @@ func image(layerTar, push, lay string, sde time.Time) error {
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:     layer,
 		MediaType: types.OCILayer,
-		History:   v1.History{Created: v1.Time{Time: sde}, CreatedBy: "debootstrap --variant=minbase bookworm (hack/base.sh)"},
+		History:   v1.History{Created: v1.Time{Time: sde}, CreatedBy: createdBy},
 	})
 	if err != nil {
 		return err
@@ -243,12 +302,7 @@ func image(layerTar, push, lay string, sde time.Time) error {
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS = "amd64", "linux"
 	cf.Created = v1.Time{Time: sde}
-	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
-	cf.Config.Cmd = []string{"/bin/bash"}
-	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":       "imagectl debian-base",
-		"org.opencontainers.image.description": "Debian bookworm minbase with python3, python3-venv, python3-pip, ca-certificates",
-	}
+	cf.Config = config
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
 		return err
@@ -257,29 +311,54 @@ func image(layerTar, push, lay string, sde time.Time) error {
 	if err != nil {
 		return err
 	}
-	dig, err := img.Digest()
+	var (
+		artifact interface {
+			Digest() (v1.Hash, error)
+		} = img
+		idx v1.ImageIndex
+	)
+	if o.index {
+		idx = mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}},
+		})
+		artifact = idx
+	}
+	dig, err := artifact.Digest()
 	if err != nil {
 		return err
 	}
-	if lay != "" {
-		p, err := layout.FromPath(lay)
+	if o.layout != "" {
+		p, err := layout.FromPath(o.layout)
 		if err != nil {
-			if p, err = layout.Write(lay, empty.Index); err != nil {
-				return fmt.Errorf("layout %s: %w", lay, err)
+			if p, err = layout.Write(o.layout, empty.Index); err != nil {
+				return fmt.Errorf("layout %s: %w", o.layout, err)
 			}
 		}
-		if err := p.ReplaceImage(img, func(desc v1.Descriptor) bool {
+		match := func(desc v1.Descriptor) bool {
 			return desc.Annotations["org.opencontainers.image.ref.name"] == "bookworm"
-		}, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "bookworm"})); err != nil {
-			return fmt.Errorf("layout %s: %w", lay, err)
+		}
+		ann := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "bookworm"})
+		if idx != nil {
+			err = p.ReplaceIndex(idx, match, ann)
+		} else {
+			err = p.ReplaceImage(img, match, ann)
+		}
+		if err != nil {
+			return fmt.Errorf("layout %s: %w", o.layout, err)
 		}
 	}
-	if push != "" {
-		ref, err := name.ParseReference(push)
+	if o.push != "" {
+		ref, err := name.ParseReference(o.push)
 		if err != nil {
-			return fmt.Errorf("--push %q: %w", push, err)
+			return fmt.Errorf("--push %q: %w", o.push, err)
 		}
-		if err := remote.Write(ref, img); err != nil {
+		if idx != nil {
+			err = remote.WriteIndex(ref, idx)
+		} else {
+			err = remote.Write(ref, img)
+		}
+		if err != nil {
 			return fmt.Errorf("pushing %s: %w", ref, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -125,7 +127,7 @@ func TestImagePushReproducible(t *testing.T) {
 	var digests []string
 	for i, ref := range []string{host + "/imagectl/debian-base:bookworm", host + "/other/base:x"} {
 		out := captureStdout(t, func() error {
-			return image(layer, ref, filepath.Join(t.TempDir(), "oci"), sde)
+			return image(layer, imageOpts{push: ref, layout: filepath.Join(t.TempDir(), "oci")}, sde)
 		})
 		digests = append(digests, strings.TrimSpace(out))
 		r, err := name.ParseReference(ref)
@@ -173,4 +175,68 @@ func captureStdout(t *testing.T, f func() error) string {
 		t.Fatal(ferr)
 	}
 	return string(b)
+}
+
+func TestImageIndexWithConfig(t *testing.T) {
+	sde := time.Unix(1704067200, 0).UTC()
+	dir := t.TempDir()
+	layer := filepath.Join(dir, "layer.tar.gz")
+	if err := writeTar(mkRootfs(t, time.Now()), layer, sde); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "config.json")
+	want := v1.Config{
+		Env:    []string{"PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/bin:/bin", "CUDA_VERSION=12.1.1"},
+		Labels: map[string]string{"maintainer": "NVIDIA CORPORATION <cudatools@nvidia.com>"},
+		Cmd:    []string{"/bin/bash"},
+	}
+	b, _ := json.Marshal(want)
+	if err := os.WriteFile(conf, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/nvidia/cuda:12.1.1-runtime-ubuntu22.04"
+	out := captureStdout(t, func() error {
+		return image(layer, imageOpts{push: ref, config: conf, index: true, createdBy: "fixture"}, sde)
+	})
+	r, _ := name.ParseReference(ref)
+	idx, err := remote.Index(r)
+	if err != nil {
+		t.Fatalf("remote.Index(%s): %v", ref, err)
+	}
+	if d, _ := idx.Digest(); d.String() != strings.TrimSpace(out) {
+		t.Errorf("index digest %s, mkbase printed %s", d, out)
+	}
+	if mt, _ := idx.MediaType(); mt != types.OCIImageIndex {
+		t.Errorf("media type %s, want %s", mt, types.OCIImageIndex)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 || im.Manifests[0].Platform == nil || im.Manifests[0].Platform.String() != "linux/amd64" {
+		t.Fatalf("index manifests %+v, want one linux/amd64", im.Manifests)
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, cf.Config); d != "" {
+		t.Errorf("config (-want +got):\n%s", d)
+	}
+	if len(cf.History) != 1 || cf.History[0].CreatedBy != "fixture" {
+		t.Errorf("history %+v, want one entry created by fixture", cf.History)
+	}
+
+	// A config file with an unknown field is refused, naming the file.
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"Env":["PATH=/bin"],"Labelz":{}}`), 0o644)
+	if err := image(layer, imageOpts{config: bad}, sde); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("image with %s = %v, want an error naming it", bad, err)
+	}
 }

@@ -14,7 +14,8 @@
 # /usr/local/cuda/bin, LD_LIBRARY_PATH, NVIDIA_*, CUDA_VERSION, NV_CUDA_*,
 # NCCL_VERSION) and labels, taken from NVIDIA's Dockerfiles
 # (gitlab.com/nvidia/container-images/cuda, dist/<ver>/ubuntu2204/{base,runtime})
-# into hack/upstream/*.json. The fixture carries no CUDA libraries.
+# into hack/upstream/<repository>/<tag>.json. The fixture carries no CUDA
+# libraries.
 #
 # Sourced by hack/up.sh (it uses up.sh's alive, start, wait_for, pick_port,
 # http_ok and $cache); writes .cache/env.d/upstream.env, which up.sh copies
@@ -61,10 +62,12 @@ if [ ! -f "$upstream_cache/rootfs/checked" ] || [ "$upstream_layer" -nt "$upstre
   touch "$upstream_cache/rootfs/checked"
 fi
 
-for upstream_conf in hack/upstream/cuda-*.json; do
+for upstream_conf in hack/upstream/*/*/*.json; do
   upstream_tag=$(basename "$upstream_conf" .json)
-  upstream_ref=$upstream_registry/nvidia/cuda:$upstream_tag
-  upstream_rec=$upstream_cache/$upstream_tag.digest
+  upstream_repo=${upstream_conf#hack/upstream/}
+  upstream_repo=${upstream_repo%/*}
+  upstream_ref=$upstream_registry/$upstream_repo:$upstream_tag
+  upstream_rec=$upstream_cache/${upstream_repo//\//_}_$upstream_tag.digest
   if [ -f "$upstream_rec" ] && [ "$upstream_rec" -nt "$upstream_layer" ] && [ "$upstream_rec" -nt "$upstream_conf" ] &&
      [ "$(bin/crane digest "$upstream_ref" 2>/dev/null)" = "$(cat "$upstream_rec")" ]; then
     echo "up: upstream $upstream_ref@$(cat "$upstream_rec") is up to date" >&2
@@ -72,7 +75,7 @@ for upstream_conf in hack/upstream/cuda-*.json; do
   fi
   upstream_digest=$(SOURCE_DATE_EPOCH=${BASE_SOURCE_DATE_EPOCH:-1704067200} bin/mkbase image "$upstream_layer" \
     --config "$upstream_conf" --index --push "$upstream_ref" \
-    --created-by "debootstrap --variant=minbase bookworm +ca-certificates, nvidia/cuda:$upstream_tag's config, no CUDA libraries (hack/upstream.sh)")
+    --created-by "debootstrap --variant=minbase bookworm +ca-certificates, $upstream_repo:$upstream_tag's config, no CUDA libraries (hack/upstream.sh)")
   echo "$upstream_digest" > "$upstream_rec.tmp" && mv "$upstream_rec.tmp" "$upstream_rec"
   echo "up: pushed upstream $upstream_ref@$upstream_digest" >&2
 done

@@ -29,6 +29,27 @@ type Env struct {
 	// WheelsDir is the directory the wheel index serves (IMAGECTL_WHEELS_DIR).
 	// Tests must not change it: NewWheelIndex gives a private one.
 	WheelsDir string
+	// UpstreamRegistry is the "upstream" fixture registry, 127.0.0.1:PORT
+	// (IMAGECTL_UPSTREAM_REGISTRY): python-less nvidia/cuda-shaped bases
+	// (UpstreamCUDATags) as OCI indexes, made by hack/upstream.sh.
+	UpstreamRegistry string
+}
+
+// UpstreamCUDATags are the nvidia/cuda tags the upstream registry holds.
+var UpstreamCUDATags = []string{"11.8.0-runtime-ubuntu22.04", "12.1.1-runtime-ubuntu22.04"}
+
+// UpstreamCUDA returns the upstream fixture's nvidia/cuda:TAG reference.
+// Without the upstream registry it fails the test under IMAGECTL_E2E=1 and
+// skips it otherwise.
+func (e Env) UpstreamCUDA(t testing.TB, tag string) string {
+	t.Helper()
+	if e.UpstreamRegistry == "" {
+		if os.Getenv("IMAGECTL_E2E") == "1" {
+			t.Fatal("IMAGECTL_E2E=1 but IMAGECTL_UPSTREAM_REGISTRY is not set: run `make up` again (hack/upstream.sh starts it)")
+		}
+		t.Skip("end-to-end test: IMAGECTL_UPSTREAM_REGISTRY is not set; `make up` starts the upstream registry")
+	}
+	return e.UpstreamRegistry + "/nvidia/cuda:" + tag
 }
 
 // Get returns the end-to-end environment. Without IMAGECTL_E2E=1 a missing
@@ -45,6 +66,8 @@ func Get(t testing.TB) Env {
 		Bin:          filepath.Join(root, "bin"),
 		Root:         root,
 		WheelsDir:    os.Getenv("IMAGECTL_WHEELS_DIR"),
+
+		UpstreamRegistry: os.Getenv("IMAGECTL_UPSTREAM_REGISTRY"),
 	}
 	missing := ""
 	switch {

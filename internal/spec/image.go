@@ -75,6 +75,9 @@ type Repos struct {
 	Staging string `json:"staging"`
 	// Release receives promoted digests and their release tags.
 	Release string `json:"release"`
+	// Mirror is the repository prefix the base is mirrored under
+	// (internal/mirror); empty when builds pull the base from Base itself.
+	Mirror string `json:"mirror,omitempty"`
 }
 
 // Verify holds the thresholds of the verify stage.

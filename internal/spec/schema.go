@@ -148,6 +148,10 @@ var reposBlock = &block{
 			example: `"${var.registry}/imagectl/demo"`,
 			doc:     "Receives promoted digests and their release tags.",
 			field:   "Repos.Release", set: func(i *Image, v any) { i.Repos.Release = v.(string) }},
+		{name: "mirror", kind: kString, check: checkRepo, def: "none: the base is pulled from where `base` names it",
+			example: `"${var.registry}/platform/mirror"`,
+			doc:     "Repository prefix in the platform's own registry that holds copies of the upstream bases: `imagectl mirror` copies `base` (by digest, every platform of its index) to the mirror plus the base's repository path (`nvidia/cuda:12.1.1-runtime-ubuntu22.04` to `<mirror>/nvidia/cuda`); lock resolves the base there and builds pull it from there, so a pinned lock still builds after the upstream deleted the tag.",
+			field:   "Repos.Mirror", set: func(i *Image, v any) { i.Repos.Mirror = v.(string) }},
 	},
 }
 

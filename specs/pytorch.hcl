@@ -46,6 +46,10 @@ defaults {
   repos {
     staging = "${var.registry}/platform/staging/pytorch"
     release = "${var.registry}/platform/pytorch"
+    # `imagectl mirror` copies each nvidia/cuda base here by digest (every
+    # platform); lock resolves and builds pull the base from here, so a
+    # monthly rebuild never depends on the upstream still serving it.
+    mirror = "${var.registry}/platform/mirror"
   }
 
   runtime {

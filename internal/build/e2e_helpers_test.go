@@ -76,7 +76,7 @@ func setupE2E(env testenv.Env) (*e2e, error) {
 	if e.base, err = resolveBase(ctx, env.Base); err != nil {
 		return nil, err
 	}
-	if e.debs, err = resolveDebs(ctx, c, baseRef(e.base), "jq"); err != nil {
+	if e.debs, err = resolveDebs(ctx, c, e.base.Pull(), "jq"); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -79,7 +79,7 @@ func IsBig(l *lock.Lock, name string) bool {
 // config. Layers with nothing to install are left out. The image config is
 // not a layer: it is written last, by the exporter.
 func Plan(l *lock.Lock) LayerPlan {
-	p := LayerPlan{Base: baseRef(l.Base)}
+	p := LayerPlan{Base: l.Base.Pull()}
 	p.Layers = append(p.Layers, Layer{Kind: KindBase, Name: "base"})
 	if len(l.Apt) > 0 {
 		p.Layers = append(p.Layers, Layer{Kind: KindSystem, Name: "system", Debs: sortedDebs(l.Apt)})
@@ -100,23 +100,6 @@ func Plan(l *lock.Lock) LayerPlan {
 	}
 	p.Layers = append(p.Layers, Layer{Kind: KindInit, Name: "init"})
 	return p
-}
-
-// baseRef pins the base by its platform manifest digest.
-func baseRef(b lock.Base) string {
-	repo := b.Ref
-	if i := strings.Index(repo, "@"); i >= 0 {
-		repo = repo[:i]
-	}
-	// Strip a tag, but not a registry port: the tag is after the last '/'.
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
-	}
-	d := b.ManifestDigest
-	if d == "" {
-		d = b.IndexDigest
-	}
-	return repo + "@" + d
 }
 
 func sortedDebs(in []lock.Deb) []lock.Deb {

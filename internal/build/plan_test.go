@@ -54,14 +54,9 @@ func TestPlanSortsAndPins(t *testing.T) {
 	}
 }
 
-func TestBaseRef(t *testing.T) {
-	for _, tc := range []struct{ ref, want string }{
-		{"127.0.0.1:5000/a/b:tag", "127.0.0.1:5000/a/b@sha256:m"},
-		{"127.0.0.1:5000/a/b", "127.0.0.1:5000/a/b@sha256:m"},
-		{"nvidia/cuda:12.4.1-runtime@sha256:x", "nvidia/cuda@sha256:m"},
-	} {
-		if got := baseRef(lock.Base{Ref: tc.ref, ManifestDigest: "sha256:m"}); got != tc.want {
-			t.Errorf("baseRef(%q) = %q, want %q", tc.ref, got, tc.want)
-		}
+func TestPlanPullsFromMirror(t *testing.T) {
+	l := &lock.Lock{Base: lock.Base{Ref: "nvidia/cuda:12.1.1-runtime-ubuntu22.04", Mirror: "127.0.0.1:5000/platform/mirror/nvidia/cuda", ManifestDigest: "sha256:m"}}
+	if got, want := Plan(l).Base, "127.0.0.1:5000/platform/mirror/nvidia/cuda@sha256:m"; got != want {
+		t.Errorf("Plan().Base = %q, want the mirror's copy %q", got, want)
 	}
 }

@@ -2,30 +2,62 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"imagectl/internal/mirror"
 )
 
 // platform is the only platform imagectl locks.
 var platform = v1.Platform{OS: "linux", Architecture: "amd64"}
 
+// NotMirroredError reports a base that the spec's mirror does not hold.
+type NotMirroredError struct {
+	// Base is the spec's base, Mirror where the lock looked for it.
+	Base, Mirror string
+	Err          error
+}
+
+func (e *NotMirroredError) Error() string {
+	return fmt.Sprintf("base %s is not in the mirror (%s not found): run `imagectl mirror` on the spec first", e.Base, e.Mirror)
+}
+
+func (e *NotMirroredError) Unwrap() error { return e.Err }
+
 // resolveBase resolves ref to its index digest and linux/amd64 manifest
-// digest, and returns the manifest's creation time (0 when unset).
-func resolveBase(ctx context.Context, ref string, ropts []remote.Option) (Base, int64, error) {
+// digest, and returns the manifest's creation time (0 when unset). With a
+// mirror (repos.mirror) it resolves ref's copy there instead, and never
+// asks ref's own registry: the mirror is where builds pull from.
+func resolveBase(ctx context.Context, ref, mirrorPrefix string, ropts []remote.Option) (Base, int64, error) {
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return Base{}, 0, fmt.Errorf("base %q: %w", ref, err)
 	}
+	b := Base{Ref: ref, Platform: platform.String()}
+	if mirrorPrefix != "" {
+		if r, err = mirror.Ref(ref, mirrorPrefix); err != nil {
+			return Base{}, 0, err
+		}
+		b.Mirror = r.Context().Name()
+	}
 	opts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, ropts...)
 	desc, err := remote.Get(r, opts...)
 	if err != nil {
-		return Base{}, 0, fmt.Errorf("resolving base %q: %w", ref, err)
+		var te *transport.Error
+		if mirrorPrefix != "" && errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+			return Base{}, 0, &NotMirroredError{Base: ref, Mirror: r.String(), Err: err}
+		}
+		return Base{}, 0, fmt.Errorf("resolving base %q: %w", r, err)
 	}
-	b := Base{Ref: ref, IndexDigest: desc.Digest.String(), Platform: platform.String()}
+	b.IndexDigest = desc.Digest.String()
 	var img v1.Image
 	if desc.MediaType.IsIndex() {
 		idx, err := desc.ImageIndex()
@@ -72,11 +104,24 @@ func resolveBase(ctx context.Context, ref string, ropts []remote.Option) (Base, 
 	return b, created, nil
 }
 
-// pinned returns the base reference by manifest digest.
-func (b Base) pinned() (string, error) {
-	r, err := name.ParseReference(b.Ref)
-	if err != nil {
-		return "", fmt.Errorf("base %q: %w", b.Ref, err)
+// Pull returns the reference builds pull the base by: the mirror's copy
+// when there is one, else Ref's repository, pinned by the platform manifest
+// digest (the index digest when the lock has none).
+func (b Base) Pull() string {
+	repo := b.Mirror
+	if repo == "" {
+		repo = b.Ref
+		if i := strings.Index(repo, "@"); i >= 0 {
+			repo = repo[:i]
+		}
+		// Strip a tag, but not a registry port: the tag is after the last '/'.
+		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+			repo = repo[:i]
+		}
 	}
-	return r.Context().Digest(b.ManifestDigest).String(), nil
+	d := b.ManifestDigest
+	if d == "" {
+		d = b.IndexDigest
+	}
+	return repo + "@" + d
 }

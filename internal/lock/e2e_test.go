@@ -220,10 +220,7 @@ func BenchmarkLockDemo(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pinned, err := l.Base.pinned()
-	if err != nil {
-		b.Fatal(err)
-	}
+	pinned := l.Base.Pull()
 	aptScript, err := aptScript(img.Apt)
 	if err != nil {
 		b.Fatal(err)

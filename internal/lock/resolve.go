@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"imagectl/internal/logs"
+	"imagectl/internal/mirror"
 	"imagectl/internal/spec"
 )
 
@@ -74,15 +75,12 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 		base    Base
 		created int64
 	)
-	if p.keepBase != nil && p.keepBase.Ref == img.Base {
+	if p.keepBase != nil && p.keepBase.Ref == img.Base && p.keepBase.Mirror == mirrorOf(img) {
 		base, created = *p.keepBase, p.keepEpoch
-	} else if base, created, err = resolveBase(ctx, img.Base, o.remote); err != nil {
-		return nil, nil, err
+	} else if base, created, err = resolveBase(ctx, img.Base, img.Repos.Mirror, o.remote); err != nil {
+		return nil, nil, fmt.Errorf("image %s: %w", img.Name, err)
 	}
-	pinned, err := base.pinned()
-	if err != nil {
-		return nil, nil, err
-	}
+	pinned := base.Pull()
 	log.Info("base resolved", "image", img.Name, "base", pinned)
 
 	debs := p.keepApt
@@ -157,6 +155,19 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 	}
 	l.Normalize()
 	return l, res, nil
+}
+
+// mirrorOf is the repository the image's base is mirrored to ("" without
+// repos.mirror, or when it does not parse: resolveBase reports that).
+func mirrorOf(img spec.Image) string {
+	if img.Repos.Mirror == "" {
+		return ""
+	}
+	r, err := mirror.Target(img.Base, img.Repos.Mirror)
+	if err != nil {
+		return ""
+	}
+	return r.Name()
 }
 
 // checkTorch checks the resolved torch against the core: its release and

@@ -72,8 +72,15 @@ type Core struct {
 
 // Base is the resolved base image.
 type Base struct {
-	// Ref is the reference as the spec wrote it.
+	// Ref is the reference as the spec wrote it: the upstream base.
 	Ref string `json:"ref"`
+	// Mirror is the repository in the platform's registry that holds the
+	// copy of Ref (repos.mirror plus Ref's repository path, see
+	// internal/mirror); the digests were resolved there and builds pull
+	// Mirror@ManifestDigest. A copy keeps the digests, so they identify the
+	// upstream image too. Empty without repos.mirror (then builds pull from
+	// Ref's registry). Locks without it read as before (schema version 1).
+	Mirror string `json:"mirror,omitempty"`
 	// IndexDigest is the digest the tag pointed at (an index or a manifest).
 	IndexDigest string `json:"index_digest"`
 	// ManifestDigest is the linux/amd64 manifest inside the index.

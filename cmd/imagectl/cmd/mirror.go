@@ -1,0 +1,68 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"imagectl/internal/mirror"
+)
+
+func newMirrorCmd() *cobra.Command {
+	var (
+		sf     specFlags
+		out    outputFlag
+		images []string
+	)
+	cmd := &cobra.Command{
+		Use:   "mirror [specs...]",
+		Short: "Copy each image's upstream base, by digest and with every platform, into repos.mirror",
+		Long: `Mirror copies the base of every selected image into the platform's own
+registry, under the spec's repos.mirror plus the base's repository path
+(nvidia/cuda:12.1.1-runtime-ubuntu22.04 -> <mirror>/nvidia/cuda): the whole
+index by digest, every platform included, then the tag. Blobs and manifests
+the mirror already holds are not uploaded again, so a rerun writes nothing.
+
+Lock then resolves the base in the mirror and builds pull it from there: a
+pinned lock keeps building after the upstream deleted the tag. Run mirror
+before lock (and again when the upstream tag moved: the old digest stays).
+
+Registry credentials come from the Docker config (~/.docker/config.json).
+--output json prints one record per base: source, digest, target, tag,
+platforms, whether it was present and what was uploaded.`,
+		Example: `  imagectl mirror specs/pytorch.hcl --var base_registry=registry.example/upstream
+  imagectl mirror specs/ --image pytorch-2.6-cu121-py3.11 -o json`,
+		Args: usageArgs(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
+			imgs, err := loadImages(cmd, sf, args, images)
+			if err != nil {
+				return err
+			}
+			res, err := mirror.Run(cmd.Context(), imgs)
+			if asJSON {
+				if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil && err == nil {
+					err = werr
+				}
+				return err
+			}
+			for _, r := range res {
+				state := fmt.Sprintf("copied (%d blobs, %d bytes, %d manifests uploaded)", r.Uploaded.Blobs, r.Uploaded.Bytes, r.Uploaded.Manifests)
+				if r.Present {
+					state = "already mirrored"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s -> %s [%s]: %s; used by %s\n", r.Source, r.Target, strings.Join(r.Platforms, ", "), state, strings.Join(r.Images, ", "))
+				fmt.Fprintln(cmd.OutOrStdout(), r.Target)
+			}
+			return err
+		},
+	}
+	sf.add(cmd)
+	addOutputFlag(cmd, &out)
+	cmd.Flags().StringArrayVar(&images, "image", nil, "mirror only this image's base (repeatable); the default is every image in the specs")
+	return cmd
+}

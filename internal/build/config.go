@@ -22,8 +22,10 @@ const (
 	LabelSpecPath = "dev.imagectl.spec.path"
 )
 
-// ImageConfig returns the image config: the base's config with the venv
-// first on PATH, the lock's env, the init as entrypoint, the OCI labels plus
+// ImageConfig returns the image config: the base's config with its
+// environment kept (LD_LIBRARY_PATH, NVIDIA_*, CUDA_VERSION, ...) and the
+// venv put first on the base's PATH, the lock's env over both (a spec's
+// env wins, PATH included), the init as entrypoint, the OCI labels plus
 // the lock digest and spec name, and SOURCE_DATE_EPOCH as creation time.
 // base is the base image's config (zero when unknown).
 func ImageConfig(l *lock.Lock, base ocispecs.Image) ocispecs.Image {
@@ -51,7 +53,10 @@ func ImageConfig(l *lock.Lock, base ocispecs.Image) ocispecs.Image {
 		k, v, _ := strings.Cut(kv, "=")
 		set(k, v)
 	}
-	set("PATH", systemPath)
+	// The base's PATH is kept (nvidia/cuda puts /usr/local/nvidia/bin and
+	// /usr/local/cuda/bin on it) with the venv in front; without one, the
+	// Debian default.
+	set("PATH", withVenv(env["PATH"]))
 	if len(l.Pip) > 0 {
 		set("VIRTUAL_ENV", VenvPath)
 	}
@@ -104,6 +109,22 @@ func historyOf(l *lock.Lock, base ocispecs.Image, created time.Time) []ocispecs.
 		h = append(h, ocispecs.History{Created: &created, CreatedBy: by, Comment: "imagectl"})
 	}
 	return h
+}
+
+// withVenv puts the venv's bin first on basePath (once); an empty basePath
+// gives systemPath.
+func withVenv(basePath string) string {
+	if basePath == "" {
+		return systemPath
+	}
+	bin := VenvPath + "/bin"
+	parts := []string{bin}
+	for _, p := range strings.Split(basePath, ":") {
+		if p != bin {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ":")
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -85,7 +85,7 @@ func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 			if err != nil {
 				return llb.State{}, err
 			}
-			next = install(cur, epoch, debs, debDir, dpkgScript,
+			next = install(cur, epoch, debs, debDir, systemScript(l),
 				fmt.Sprintf("[system] dpkg --install %d packages", len(layer.Debs)))
 		case KindVenv:
 			next = install(cur, epoch, llb.Scratch(), "", venvScript, "[venv] python3 -m venv "+VenvPath)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/client/llb"
 	"github.com/moby/buildkit/client/llb/sourceresolver"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
@@ -100,10 +101,15 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 		closeStatus(o)
 		return nil, err
 	}
-	def, err := Definition(ctx, l, opts...)
+	root, err := State(ctx, l, opts...)
 	if err != nil {
 		closeStatus(o)
 		return nil, err
+	}
+	def, err := root.Marshal(ctx, llb.Platform(platform))
+	if err != nil {
+		closeStatus(o)
+		return nil, fmt.Errorf("marshalling the build of %q: %w", l.Name, err)
 	}
 	arts, err := Artifacts(def.ToPB(), l)
 	if err != nil {
@@ -127,10 +133,19 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 		cacheImports = append(cacheImports, gateway.CacheOptionsEntry{Type: e.Type, Attrs: e.Attrs})
 	}
 	baseRef := Plan(l).Base
+	// An error of buildFunc reaches c.Build's caller as text only (it
+	// travels through buildkitd): keep the typed one.
+	var policyErr error
 	buildFunc := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
 		res, err := gc.Solve(ctx, gateway.SolveRequest{Definition: def.ToPB(), CacheImports: cacheImports})
 		if err != nil {
 			return nil, err
+		}
+		if l.Policy.SSHKeyOnly {
+			if err := checkSSH(ctx, gc, l, root); err != nil {
+				policyErr = err
+				return nil, err
+			}
 		}
 		_, _, cfg, err := gc.ResolveImageConfig(ctx, baseRef, sourceresolver.Opt{
 			ImageOpt: &sourceresolver.ResolveImageOpt{Platform: &platform, ResolveMode: "default"},
@@ -153,6 +168,9 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 		return res, nil
 	}
 	resp, err := c.Build(ctx, sopt, "imagectl", buildFunc, o.status)
+	if err != nil && policyErr != nil {
+		return nil, fmt.Errorf("building %s: %w", l.Name, policyErr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("building %s: %w", l.Name, mapSolveError(err, arts))
 	}

@@ -1,0 +1,63 @@
+package build
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"imagectl/internal/lock"
+)
+
+func TestImageConfigKeepsBaseEnv(t *testing.T) {
+	cuda := ocispecs.Image{Config: ocispecs.ImageConfig{Env: []string{
+		"PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"NVIDIA_REQUIRE_CUDA=cuda>=12.1 brand=tesla,driver>=470,driver<471",
+		"CUDA_VERSION=12.1.1",
+		"LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
+		"NVIDIA_VISIBLE_DEVICES=all",
+		"NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+	}}}
+	for _, tc := range []struct {
+		name string
+		base ocispecs.Image
+		env  map[string]string
+		want []string
+	}{
+		{"cuda base", cuda, map[string]string{"PYTHONUNBUFFERED": "1"}, []string{
+			"PATH=" + VenvPath + "/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"NVIDIA_REQUIRE_CUDA=cuda>=12.1 brand=tesla,driver>=470,driver<471",
+			"CUDA_VERSION=12.1.1",
+			"LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
+			"NVIDIA_VISIBLE_DEVICES=all",
+			"NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+			"VIRTUAL_ENV=" + VenvPath,
+			"PYTHONUNBUFFERED=1",
+		}},
+		{"spec overrides", cuda, map[string]string{"NVIDIA_DRIVER_CAPABILITIES": "all", "PATH": "/custom/bin:/usr/bin"}, []string{
+			"PATH=/custom/bin:/usr/bin",
+			"NVIDIA_REQUIRE_CUDA=cuda>=12.1 brand=tesla,driver>=470,driver<471",
+			"CUDA_VERSION=12.1.1",
+			"LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
+			"NVIDIA_VISIBLE_DEVICES=all",
+			"NVIDIA_DRIVER_CAPABILITIES=all",
+			"VIRTUAL_ENV=" + VenvPath,
+		}},
+		{"venv already on the base's PATH", ocispecs.Image{Config: ocispecs.ImageConfig{Env: []string{"PATH=/usr/bin:" + VenvPath + "/bin"}}}, nil, []string{
+			"PATH=" + VenvPath + "/bin:/usr/bin", "VIRTUAL_ENV=" + VenvPath,
+		}},
+		{"base without PATH", ocispecs.Image{}, nil, []string{"PATH=" + systemPath, "VIRTUAL_ENV=" + VenvPath}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &lock.Lock{Name: "x", Env: tc.env, Pip: []lock.Wheel{{Name: "numpy"}}}
+			got := ImageConfig(l, tc.base).Config.Env
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("ImageConfig env (-want +got):\n%s", d)
+			}
+		})
+	}
+	if !strings.HasPrefix(withVenv("/a:/b"), VenvPath+"/bin:/a:/b") {
+		t.Errorf("withVenv(/a:/b) = %q", withVenv("/a:/b"))
+	}
+}

@@ -49,6 +49,7 @@ type fakeRunner struct {
 	jobs    []Job
 	apt     string // apt.txt
 	aptRC   string
+	aptShow string // show.txt of the "apt why" job; empty: apt fails
 	wheels  []fakeWheel
 	pipRC   string
 	pipLog  string
@@ -67,6 +68,11 @@ func (f *fakeRunner) Run(_ context.Context, j Job) (map[string][]byte, error) {
 			rc = "0"
 		}
 		return map[string][]byte{"apt.txt": []byte(f.apt), "apt.rc": []byte(rc + "\n"), "apt.log": []byte("E: Unable to locate package nosuch\n")}, nil
+	case "apt why":
+		if f.aptShow == "" {
+			return map[string][]byte{"show.rc": []byte("100\n"), "show.log": []byte("E: no records\n")}, nil
+		}
+		return map[string][]byte{"show.rc": []byte("0\n"), "show.txt": []byte(f.aptShow)}, nil
 	case "pip resolve":
 		if f.pipRC != "" && f.pipRC != "0" {
 			return map[string][]byte{"pip.rc": []byte(f.pipRC + "\n"), "pip.log": []byte(f.pipLog)}, nil

@@ -116,7 +116,7 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 		}
 	}
 	log.Info("pip resolved", "image", img.Name, "wheels", len(res.Wheels))
-	if err := checkForbidden(img, debs, res.Wheels); err != nil {
+	if err := checkForbidden(ctx, o.runner, img, pinned, debs, res); err != nil {
 		return nil, nil, err
 	}
 
@@ -210,31 +210,6 @@ func checkTorch(img spec.Image, core Core, res *pipResult) error {
 			}
 			if got, ok := res.items[n]; ok && got.Metadata.Version != c.want {
 				return fmt.Errorf("image %s: pip resolved %s %s, the spec's %s is %s", img.Name, n, got.Metadata.Version, c.what, c.want)
-			}
-		}
-	}
-	return nil
-}
-
-// ForbiddenError reports a package the image's policy forbids.
-type ForbiddenError struct {
-	Image, Kind, Package, Version string
-}
-
-func (e *ForbiddenError) Error() string {
-	return fmt.Sprintf("image %s: policy forbids %s package %s, and the resolved closure has %s %s", e.Image, e.Kind, e.Package, e.Package, e.Version)
-}
-
-func checkForbidden(img spec.Image, debs []Deb, wheels []Wheel) error {
-	for _, f := range img.Policy.ForbiddenPackages {
-		for _, d := range debs {
-			if d.Name == f {
-				return &ForbiddenError{Image: img.Name, Kind: "apt", Package: f, Version: d.Version}
-			}
-		}
-		for _, w := range wheels {
-			if w.Name == normalize(f) {
-				return &ForbiddenError{Image: img.Name, Kind: "pip", Package: w.Name, Version: w.Version}
 			}
 		}
 	}

@@ -111,18 +111,40 @@ func TestResolveErrors(t *testing.T) {
 		want: "Unable to locate package nosuch",
 		is:   func(err error) bool { var e *AptError; return errors.As(err, &e) },
 	}, {
-		name: "forbidden pip package",
+		name: "forbidden pip package asked for",
 		setup: func(_ *fixture, s *spatch) {
 			s.forbidden = []string{"Demo_Util"}
 		},
-		want: "policy forbids pip package demo-util",
+		want: "policy forbids pip package demo-util, and the resolved closure has demo-util 1.0.0: the spec asks for it",
 		is:   func(err error) bool { var e *ForbiddenError; return errors.As(err, &e) },
 	}, {
-		name: "forbidden apt package",
+		name: "forbidden pip package pulled in",
+		setup: func(f *fixture, s *spatch) {
+			f.runner.wheels = []fakeWheel{
+				{name: "demo-core", version: "1.0.0", requires: []string{"demo-dep>=1; python_version >= '3'"}},
+				{name: "demo-dep", version: "1.2.0"},
+				{name: "demo-util", version: "1.0.0", requested: true, requires: []string{"Demo_Core>=1.0"}},
+			}
+			s.forbidden = []string{"demo-dep"}
+		},
+		want: "policy forbids pip package demo-dep, and the resolved closure has demo-dep 1.2.0, pulled in by demo-util -> demo-core -> demo-dep",
+		is:   func(err error) bool { var e *ForbiddenError; return errors.As(err, &e) },
+	}, {
+		name: "forbidden apt package pulled in",
+		setup: func(f *fixture, s *spatch) {
+			f.runner.aptShow = "Package: jq\nVersion: 1.6-2.1\nDepends: libjq1 (= 1.6-2.1), libc6 (>= 2.34)\n\n" +
+				"Package: libjq1\nVersion: 1.6-2.1\nDepends: libc6 (>= 2.14),\n libonig-virtual | libfoo\n\n" +
+				"Package: libonig5\nVersion: 6.9.8-1\nProvides: libonig-virtual (= 6.9.8)\nDepends: libc6 (>= 2.14)\n\n"
+			s.forbidden = []string{"libonig5"}
+		},
+		want: "policy forbids apt package libonig5, and the resolved closure has libonig5 6.9.8-1, pulled in by jq -> libjq1 -> libonig5",
+		is:   func(err error) bool { var e *ForbiddenError; return errors.As(err, &e) },
+	}, {
+		name: "forbidden apt package, apt's records unreadable",
 		setup: func(_ *fixture, s *spatch) {
 			s.forbidden = []string{"libonig5"}
 		},
-		want: "policy forbids apt package libonig5",
+		want: "policy forbids apt package libonig5, and the resolved closure has libonig5 6.9.8-1 (what pulled it in could not be traced: apt-cache show exited 100: E: no records)",
 		is:   func(err error) bool { var e *ForbiddenError; return errors.As(err, &e) },
 	}, {
 		name: "credentials in an index URL",

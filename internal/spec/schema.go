@@ -265,7 +265,7 @@ var policyBlock = &block{
 		{name: "ssh_key_only", kind: kBool, def: "false", example: `true`,
 			doc: "An installed sshd must disable password logins: the build writes an sshd_config.d drop-in (no password or keyboard-interactive login, root by key only) and fails when `sshd -T` in the image still allows a password (docs/build.md).", field: "Policy.SSHKeyOnly", set: func(i *Image, v any) { i.Policy.SSHKeyOnly = v.(bool) }},
 		{name: "forbidden_packages", kind: kStrings, check: checkNonEmpty, def: "[]", example: `["telnet", "rsh-server"]`,
-			doc: "Packages that must not be in the resolved apt or pip closure.", field: "Policy.ForbiddenPackages", set: func(i *Image, v any) { i.Policy.ForbiddenPackages = v.([]string) }},
+			doc: "Packages that must not be in the resolved apt or pip closure: the lock fails naming the package and the dependency chain that pulled it in.", field: "Policy.ForbiddenPackages", set: func(i *Image, v any) { i.Policy.ForbiddenPackages = v.([]string) }},
 	},
 }
 

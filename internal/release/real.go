@@ -20,6 +20,7 @@ import (
 	"imagectl/internal/atomicfile"
 	"imagectl/internal/build"
 	"imagectl/internal/lock"
+	"imagectl/internal/mirror"
 	"imagectl/internal/promote"
 	"imagectl/internal/sign"
 	"imagectl/internal/spec"
@@ -35,6 +36,9 @@ type Config struct {
 	LockMissing bool
 	// LockOptions are passed to lock.Resolve when LockMissing applies.
 	LockOptions []lock.Option
+	// MirrorOptions are passed to mirror.Run, which copies the base of an
+	// image with repos.mirror before its missing lock is resolved.
+	MirrorOptions []mirror.Option
 	// Buildkit is the client builds are solved with.
 	Buildkit build.Client
 	// BuildOptions are passed to every build.Solve (init path, caches, ...).
@@ -97,11 +101,18 @@ func (r *Real) releasePath(image string) string {
 }
 
 // Lock implements Stages: the lock in the images directory, checked against
-// the spec offline; with LockMissing, a missing lock is resolved first.
+// the spec offline; with LockMissing, a missing lock is resolved first (after
+// mirroring the base when the spec has repos.mirror: the lock resolves the
+// base there).
 func (r *Real) Lock(ctx context.Context, img spec.Image) (*lock.Lock, error) {
 	path := r.lockPath(img.Name)
 	l, err := lock.Read(path)
 	if errors.Is(err, fs.ErrNotExist) && r.cfg.LockMissing {
+		if img.Repos.Mirror != "" {
+			if _, err := mirror.Run(ctx, []spec.Image{img}, r.cfg.MirrorOptions...); err != nil {
+				return nil, err
+			}
+		}
 		if l, err = lock.Resolve(ctx, img, r.cfg.LockOptions...); err != nil {
 			return nil, err
 		}

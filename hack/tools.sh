@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Builds the tools pinned in tools/go.mod into ./bin: buildkitd, buildctl, the
-# distribution registry, crane and cosign. tools/ is its own module so that the
-# daemons' dependencies never move the main module's. A tool whose binary is
-# newer than tools/go.mod and tools/go.sum is not rebuilt.
+# distribution registry, crane, cosign, containerd and its runc shim.
+# `hack/tools.sh gpu` builds instead the GPU host's tools pinned in
+# tools/gpu/go.mod (NVIDIA's nvidia-ctk and nvidia-cdi-hook), which only the
+# GPU machine runs (hack/gpu/). tools/ and tools/gpu/ are modules of their own
+# so that the daemons' dependencies never move the main module's (nor the
+# toolkit's move the daemons').
+#
+# Staleness is per tool: a binary is rebuilt only when it is missing or the
+# version of its module recorded in it (go version -m) differs from the
+# version its go.mod pins. Adding a tool, or moving one tool's version,
+# rebuilds only that tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -15,28 +23,59 @@ declare -A pkgs=(
   [registry]=github.com/distribution/distribution/v3/cmd/registry
   [crane]=github.com/google/go-containerregistry/cmd/crane
   [cosign]=github.com/sigstore/cosign/v2/cmd/cosign
+  [containerd]=github.com/containerd/containerd/v2/cmd/containerd
+  [containerd-shim-runc-v2]=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+  [nvidia-ctk]=github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk
+  [nvidia-cdi-hook]=github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook
 )
-order=(buildkitd buildctl registry crane cosign)
+# Each group is one go build: its tools share most of their dependencies.
+# containerd and its shim are static (CGO off) and stripped, like the
+# release binaries containerd ships, so the same files run on the GPU host.
+case "${1:-}" in
+  "") moddir=tools groups=("buildkitd buildctl registry crane cosign" "containerd containerd-shim-runc-v2") ;;
+  gpu) moddir=tools/gpu groups=("nvidia-ctk nvidia-cdi-hook") ;;
+  *) echo "usage: hack/tools.sh [gpu]" >&2; exit 2 ;;
+esac
 
-stale=()
-for t in "${order[@]}"; do
-  b="$root/bin/$t"
-  if [ -x "$b" ] && [ "$b" -nt tools/go.sum ] && [ "$b" -nt tools/go.mod ]; then
-    continue
-  fi
-  stale+=("${pkgs[$t]}")
-done
-if [ ${#stale[@]} -eq 0 ]; then
-  echo "tools: up to date in bin/" >&2
-  exit 0
-fi
+# want TOOL: the version tools' go.mod pins for the module of TOOL's package.
+want() { (cd "$moddir" && go list -f '{{.Module.Version}}' "${pkgs[$1]}"); }
+# have TOOL: the version of its module recorded in bin/TOOL, or nothing.
+have() { go version -m "$root/bin/$1" 2>/dev/null | awk '$1 == "mod" { print $3; exit }'; }
 
 mkdir -p "$root/bin"
-echo "tools: building ${stale[*]##*/} (cold: several minutes)" >&2
-start=$(date +%s)
-# BuildKit reports its version only through -X; take it from tools/go.mod.
-bkver=$(cd tools && go list -m -f '{{.Version}}' github.com/moby/buildkit)
-ldflags="-X github.com/moby/buildkit/version.Version=$bkver -X github.com/moby/buildkit/version.Package=github.com/moby/buildkit"
-# One go build for all stale tools: they share most of their dependencies.
-(cd tools && go build -trimpath -ldflags "$ldflags" -o "$root/bin/" "${stale[@]}")
-echo "tools: built in $(( $(date +%s) - start ))s" >&2
+built=0
+for group in "${groups[@]}"; do
+  stale=()
+  for t in $group; do
+    v=$(want "$t")
+    if [ -x "$root/bin/$t" ] && [ "$(have "$t")" = "$v" ]; then
+      continue
+    fi
+    stale+=("$t")
+  done
+  [ ${#stale[@]} -eq 0 ] && continue
+  echo "tools: building ${stale[*]} (cold: several minutes)" >&2
+  start=$(date +%s)
+  args=()
+  for t in "${stale[@]}"; do args+=("${pkgs[$t]}"); done
+  case "${stale[0]}" in
+    buildkitd | buildctl | registry | crane | cosign)
+      # BuildKit reports its version only through -X; take it from tools/go.mod.
+      bkver=$(cd tools && go list -m -f '{{.Version}}' github.com/moby/buildkit)
+      ldflags="-X github.com/moby/buildkit/version.Version=$bkver -X github.com/moby/buildkit/version.Package=github.com/moby/buildkit"
+      (cd "$moddir" && go build -trimpath -ldflags "$ldflags" -o "$root/bin/" "${args[@]}")
+      ;;
+    containerd | containerd-shim-runc-v2)
+      cver=$(cd tools && go list -m -f '{{.Version}}' github.com/containerd/containerd/v2)
+      ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=$cver -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2"
+      (cd "$moddir" && CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_zfs no_devmapper" -ldflags "$ldflags" -o "$root/bin/" "${args[@]}")
+      ;;
+    *)
+      # go-nvml declares functions CUDA 13 deprecates: keep the log readable.
+      (cd "$moddir" && CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" go build -trimpath -ldflags "-s -w" -o "$root/bin/" "${args[@]}")
+      ;;
+  esac
+  echo "tools: built ${stale[*]} in $(( $(date +%s) - start ))s" >&2
+  built=1
+done
+[ $built -eq 1 ] || echo "tools: up to date in bin/" >&2

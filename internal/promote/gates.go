@@ -30,7 +30,8 @@ const (
 	GateSignature Gate = "signature"
 	// GateVerification: the digest carries a verification attestation for
 	// exactly this digest, passing, against the lock in git, signed by a
-	// trusted verifier key.
+	// trusted verifier key (with WithRequireContainerRuntime: by a
+	// container runtime that started the digest).
 	GateVerification Gate = "verification"
 	// GateLock: the digest carries a lock attestation by a trusted signing
 	// key whose lock equals the lock in git.
@@ -233,6 +234,8 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 				verr = append(verr, "no lock to compare the verified lock with")
 			case r.LockDigest != wantLock:
 				verr = append(verr, fmt.Sprintf("verified against lock %s, but the lock is %s", r.LockDigest, wantLock))
+			case o.requireContainer && (!verify.IsContainerRuntime(r.Runtime) || r.Proof == ""):
+				verr = append(verr, fmt.Sprintf("verified by the %s runtime (proof %q); the gate requires a container runtime that started this digest", r.Runtime, r.Proof))
 			default:
 				passed = true
 			}

@@ -16,6 +16,9 @@ type options struct {
 	confirm      bool
 	lockPath     string
 	remote       []remote.Option
+	// requireContainer: the verification gate accepts only results of a
+	// container runtime that started the digest.
+	requireContainer bool
 }
 
 func makeOptions(opts ...Option) (*options, error) {
@@ -78,4 +81,14 @@ func WithRemoteOptions(opts ...remote.Option) Option {
 
 func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 	return append([]remote.Option{remote.WithContext(ctx)}, o.remote...)
+}
+
+// WithRequireContainerRuntime makes the verification gate accept only a
+// result whose probes ran in a container the runtime started from exactly
+// this digest (containerd, podman, docker or a Kubernetes Job, with the
+// result's proof "runtime" or, for a Job, the init's fingerprint naming
+// the digest): never an in-place run. The default is false: any passing
+// result signed by a trusted verifier key.
+func WithRequireContainerRuntime(require bool) Option {
+	return func(o *options) error { o.requireContainer = require; return nil }
 }

@@ -56,8 +56,13 @@ type Config struct {
 	VerifierSignOptions []sign.Option
 	// VerifierPublicKey is the verifier key's public half.
 	VerifierPublicKey string
-	// VerifyRuntime returns the runtime that runs one image's probes.
-	VerifyRuntime func(l *lock.Lock, d name.Digest) (verify.Runtime, error)
+	// VerifyRuntime returns the runtime that runs one image's probes
+	// (SelectVerifyRuntime).
+	VerifyRuntime VerifyRuntime
+	// RequireContainerRuntime makes promotion accept only verifications run
+	// in a container started from the digest
+	// (promote.WithRequireContainerRuntime).
+	RequireContainerRuntime bool
 	// VerifyOptions are passed to every verify.Run.
 	VerifyOptions []verify.Option
 	// Month is the release month, YYYY-MM; release tags are NAME-YYYY.MM and
@@ -299,6 +304,7 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	}
 	if _, err := promote.Run(ctx, pending,
 		promote.WithConfirm(true),
+		promote.WithRequireContainerRuntime(r.cfg.RequireContainerRuntime),
 		promote.WithTrustedKeys(r.cfg.PublicKey),
 		promote.WithVerifierKeys(r.cfg.VerifierPublicKey),
 		promote.WithLockFile(r.lockPath(l.Name)),

@@ -6,30 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
-
 	"imagectl/internal/lock"
 	"imagectl/internal/verify"
 )
-
-// Container returns a VerifyRuntime that runs each image's probes in fresh
-// containers with binary (podman or docker). With storage empty, each image
-// gets a throwaway ready storage folder (ReadyStorage), removed afterwards.
-func Container(binary, storage string, gpuFlags []string) func(*lock.Lock, name.Digest) (verify.Runtime, error) {
-	return func(l *lock.Lock, d name.Digest) (verify.Runtime, error) {
-		p := &verify.Podman{Binary: binary, Image: d.String(), GPUFlags: gpuFlags,
-			Storage: storage, StoragePath: l.Runtime.Storage.Path}
-		if storage != "" || l.Runtime.Storage.Path == "" {
-			return p, nil
-		}
-		st, err := ReadyStorage(l)
-		if err != nil {
-			return nil, err
-		}
-		p.Storage = st.Dir
-		return st.Wrap(p), nil
-	}
-}
 
 // Storage is a throwaway host folder that stands in for the platform's
 // persistent storage while an image is verified in a container: it carries

@@ -13,13 +13,13 @@ import (
 // Attest signs res as an in-toto attestation of type PredicateType on ref,
 // the image it verified (cosign's tag scheme; `cosign verify-attestation
 // --type` reads it). A failed result is signed too: promotion reads Passed.
-// It refuses a result bound to another digest.
+// It refuses a result that Result.Signable refuses: one bound to another
+// digest, or one that nothing shows ran inside this digest (an in-place
+// run without the init's fingerprint naming it, a Job log without it, a
+// podman run of an oci: layout).
 func Attest(ctx context.Context, ref name.Digest, res *Result, opts ...sign.Option) error {
-	if res == nil {
-		return fmt.Errorf("attesting %s: no verification result", ref)
-	}
-	if res.Digest != ref.DigestStr() {
-		return fmt.Errorf("attesting %s: the result is for digest %q", ref, res.Digest)
+	if err := res.Signable(ref.DigestStr()); err != nil {
+		return err
 	}
 	pred, err := json.Marshal(res)
 	if err != nil {

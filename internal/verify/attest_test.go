@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"errors"
 	"context"
 	"encoding/json"
 	"io"
@@ -41,8 +42,8 @@ func TestAttest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := &Result{Image: ref.String(), Digest: ref.DigestStr(), LockDigest: "sha256:" + strings.Repeat("1", 64), Runtime: "in-place",
-		Passed: true, Checks: []Check{{Name: "nccl.allreduce.busbw", Status: Pass, Value: "298.2 GB/s"}},
+	res := &Result{Image: ref.String(), Digest: ref.DigestStr(), LockDigest: "sha256:" + strings.Repeat("1", 64), Runtime: "containerd",
+		Proof: ProofRuntime, Passed: true, Checks: []Check{{Name: "nccl.allreduce.busbw", Status: Pass, Value: "298.2 GB/s"}},
 		Host: h200s(2), StartedAt: time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC), Duration: "33s"}
 	ctx := context.Background()
 	if err := Attest(ctx, ref, res, sign.WithKey(priv, []byte("pw"))); err != nil {
@@ -64,5 +65,13 @@ func TestAttest(t *testing.T) {
 	other.Digest = "sha256:" + strings.Repeat("f", 64)
 	if err := Attest(ctx, ref, &other, sign.WithKey(priv, []byte("pw"))); err == nil {
 		t.Errorf("Attest() of a result for another digest = nil, want an error")
+	}
+
+	// An in-place run that nothing ties to the digest is reported, not signed.
+	unbound := *res
+	unbound.Runtime, unbound.Proof = "in-place", ""
+	var ue *UnsignableError
+	if err := Attest(ctx, ref, &unbound, sign.WithKey(priv, []byte("pw"))); !errors.As(err, &ue) {
+		t.Errorf("Attest() of an unproven in-place result = %v, want *UnsignableError", err)
 	}
 }

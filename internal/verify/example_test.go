@@ -51,5 +51,5 @@ func ExamplePodman_Args() {
 	p := &verify.Podman{Image: "oci:/var/tmp/demo", Storage: "/mnt/storage", StoragePath: "/storage"}
 	fmt.Println(strings.Join(p.Args("/tmp/probes", verify.Probe{Script: "env.py"}), " "))
 	// Output:
-	// run --rm --network=none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --shm-size 1g -v /tmp/probes:/imagectl-probes:ro -v /mnt/storage:/storage oci:/var/tmp/demo python3 /imagectl-probes/env.py
+	// run --rm --network=none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --shm-size 1g -e NCCL_NVLS_ENABLE=0 -e NVSHMEM_DISABLE_NVLS=1 -e TORCH_SYMM_MEM_DISABLE_MULTICAST=1 -v /tmp/probes:/imagectl-probes:ro -v /mnt/storage:/storage oci:/var/tmp/demo python3 /imagectl-probes/env.py
 }

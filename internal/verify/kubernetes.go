@@ -122,6 +122,9 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 			{Name: "dshm", MountPath: "/dev/shm"},
 		},
 		ImagePullPolicy: corev1.PullIfNotPresent,
+		// The multicast switches, and the digest for the init's
+		// fingerprint: the log then proves the probes ran inside it.
+		Env: jobEnv(ref),
 	}
 	volumes := []corev1.Volume{
 		{Name: "probes", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -310,4 +313,13 @@ func MarshalJob(cm *corev1.ConfigMap, job *batchv1.Job) ([]byte, error) {
 		buf.Write(b)
 	}
 	return buf.Bytes(), nil
+}
+
+func jobEnv(ref name.Digest) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, kv := range probeEnv(func(string) string { return "" }, ref.DigestStr(), nil) {
+		k, v, _ := strings.Cut(kv, "=")
+		out = append(out, corev1.EnvVar{Name: k, Value: v})
+	}
+	return out
 }

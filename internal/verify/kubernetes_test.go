@@ -68,6 +68,13 @@ func TestRenderJob(t *testing.T) {
 	if v := vols["storage"]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "verify-storage" {
 		t.Errorf("storage volume = %+v, want the claim verify-storage", v)
 	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["IMAGECTL_IMAGE_DIGEST"] != testRef.DigestStr() || env["NCCL_NVLS_ENABLE"] != "0" {
+		t.Errorf("container env = %v, want IMAGECTL_IMAGE_DIGEST=%s (for the init's fingerprint) and NCCL_NVLS_ENABLE=0", env, testRef.DigestStr())
+	}
 	if len(c.Command) != 0 {
 		t.Errorf("command %v overrides the image's entrypoint (the init); want args only", c.Command)
 	}
@@ -138,18 +145,28 @@ func TestValidateJobRejects(t *testing.T) {
 }
 
 func TestPodmanArgs(t *testing.T) {
+	for k := range PassEnv {
+		t.Setenv(k, "")
+	}
+	t.Setenv("NCCL_NVLS_ENABLE", "0") // as the GPU host sets it
 	p := &Podman{Image: "127.0.0.1:5000/demo@sha256:" + strings.Repeat("ab", 32), Storage: "/mnt/s", StoragePath: "/storage"}
 	got := p.Args("/tmp/probes", Probe{Script: "env.py", Args: []string{"--fingerprint", "/storage/fp.json"}, GPU: true})
 	want := []string{"run", "--rm", "--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
-		"--shm-size", "1g", "--device", "nvidia.com/gpu=all", "-v", "/tmp/probes:/imagectl-probes:ro", "-v", "/mnt/s:/storage",
+		"--shm-size", "1g", "--device", "nvidia.com/gpu=all",
+		"-e", "NCCL_NVLS_ENABLE=0", "-e", "NVSHMEM_DISABLE_NVLS=1", "-e", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1",
+		"-e", "IMAGECTL_IMAGE_DIGEST=sha256:" + strings.Repeat("ab", 32),
+		"-v", "/tmp/probes:/imagectl-probes:ro", "-v", "/mnt/s:/storage",
 		"--tls-verify=false", p.Image, "python3", "/imagectl-probes/env.py", "--fingerprint", "/storage/fp.json"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Podman.Args() (-want +got):\n%s", d)
 	}
 	p = &Podman{Binary: "docker", Image: "oci:/x", GPUFlags: []string{"--gpus", "all"}, Ulimits: []string{}}
 	got = p.Args("/p", Probe{Script: "torchinfo.py"})
-	want = []string{"run", "--rm", "--network=none", "--shm-size", "1g", "-v", "/p:/imagectl-probes:ro", "oci:/x", "python3", "/imagectl-probes/torchinfo.py"}
-	if d := cmp.Diff(want, got); d != "" || p.Name() != "docker" {
+	// An oci: layout is no digest: the container is not told one.
+	want = []string{"run", "--rm", "--network=none", "--shm-size", "1g",
+		"-e", "NCCL_NVLS_ENABLE=0", "-e", "NVSHMEM_DISABLE_NVLS=1", "-e", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1",
+		"-v", "/p:/imagectl-probes:ro", "oci:/x", "python3", "/imagectl-probes/torchinfo.py"}
+	if d := cmp.Diff(want, got); d != "" || p.Name() != "docker" || p.RanDigest() != "" {
 		t.Errorf("Podman.Args() docker, no GPU (-want +got):\n%s", d)
 	}
 }

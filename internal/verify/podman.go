@@ -3,8 +3,11 @@ package verify
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
 )
 
 // probeMount is where the probe scripts are mounted inside the container.
@@ -69,6 +72,9 @@ func (r *Podman) Args(probeDir string, p Probe) []string {
 		}
 		args = append(args, gpu...)
 	}
+	for _, e := range probeEnv(os.Getenv, r.RanDigest(), nil) {
+		args = append(args, "-e", e)
+	}
 	args = append(args, "-v", probeDir+":"+probeMount+":ro")
 	if r.Storage != "" && r.StoragePath != "" {
 		args = append(args, "-v", r.Storage+":"+r.StoragePath)
@@ -106,6 +112,18 @@ func (r *Podman) Exec(ctx context.Context, p Probe) ([]byte, error) {
 
 // Close implements Runtime.
 func (r *Podman) Close() error { return r.probes.close() }
+
+// RanDigest implements DigestRunner: the digest of Image when it is a
+// registry reference by digest (podman and docker pull it and check the
+// digest); "" for a transport path such as oci:DIR, which proves nothing
+// about a digest.
+func (r *Podman) RanDigest() string {
+	d, err := name.NewDigest(r.Image)
+	if err != nil {
+		return ""
+	}
+	return d.DigestStr()
+}
 
 func isLoopbackRegistry(ref string) bool {
 	return strings.HasPrefix(ref, "127.0.0.1:") || strings.HasPrefix(ref, "localhost:") || strings.HasPrefix(ref, "[::1]:")

@@ -1,10 +1,20 @@
 package verify
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // PredicateType is the in-toto predicate type of a verification result
 // attestation. Promotion requires one, passing, for exactly the digest.
 const PredicateType = "https://imagectl.dev/attestations/verification/v1"
+
+// The proofs a Result can carry (Result.Proof).
+const (
+	ProofRuntime     = "runtime"
+	ProofFingerprint = "fingerprint"
+)
 
 // Status is the outcome of one check.
 type Status string
@@ -24,8 +34,14 @@ type Result struct {
 	Digest string `json:"digest"`
 	// LockDigest is the digest of the lock the image was checked against.
 	LockDigest string `json:"lock_digest"`
-	// Runtime is how the checks ran: in-place, podman, docker, kubernetes.
+	// Runtime is how the checks ran: in-place, containerd, podman, docker,
+	// kubernetes.
 	Runtime string `json:"runtime"`
+	// Proof says what ties the probes to Digest: ProofRuntime (a container
+	// runtime started the image by that digest), ProofFingerprint (the
+	// init's fingerprint in the probes' environment names that digest), or
+	// empty: nothing does, and the result is reported but never signed.
+	Proof string `json:"proof,omitempty"`
 	// Passed is true when no check failed.
 	Passed bool `json:"passed"`
 	// Checks are every check, in the order they ran.
@@ -64,4 +80,57 @@ type GPU struct {
 	MemoryMiB         uint64 `json:"memory_mib"`
 	MIG               bool   `json:"mig"`
 	NVLinks           int    `json:"nvlinks"`
+}
+
+// DigestRunner is a Runtime that starts the image by its digest.
+type DigestRunner interface {
+	// RanDigest is the digest the runtime started ("" when it started
+	// none, or something that is not a digest).
+	RanDigest() string
+}
+
+// proof returns what ties the probes that ran through rt, whose env probe
+// printed e, to digest.
+func proof(rt Runtime, e envOut, digest string) string {
+	if digest == "" {
+		return ""
+	}
+	if dr, ok := rt.(DigestRunner); ok && dr.RanDigest() == digest {
+		return ProofRuntime
+	}
+	if fingerprintDigest(e) == digest {
+		return ProofFingerprint
+	}
+	return ""
+}
+
+// fingerprintDigest is the image_digest of the init's fingerprint the env
+// probe read, or "".
+func fingerprintDigest(e envOut) string {
+	if !e.Fingerprint.Present || e.Fingerprint.Error != "" {
+		return ""
+	}
+	var fp struct {
+		ImageDigest string `json:"image_digest"`
+	}
+	if json.Unmarshal(e.Fingerprint.Content, &fp) != nil {
+		return ""
+	}
+	return fp.ImageDigest
+}
+
+// Signable returns nil when r may be signed as the verification of
+// digest: the result is for that digest and something proves the probes
+// ran inside it (Proof). Otherwise an *UnsignableError says why.
+func (r *Result) Signable(digest string) error {
+	switch {
+	case r == nil:
+		return &UnsignableError{Digest: digest, Reason: "there is no verification result"}
+	case r.Digest != digest:
+		return &UnsignableError{Digest: digest, Reason: fmt.Sprintf("the result is for digest %q", r.Digest)}
+	case r.Proof != ProofRuntime && r.Proof != ProofFingerprint:
+		why := fmt.Sprintf("nothing shows the probes ran inside it: the %s runtime did not start it by digest and no init fingerprint in the probes' environment names it", r.Runtime)
+		return &UnsignableError{Digest: digest, Reason: why}
+	}
+	return nil
 }

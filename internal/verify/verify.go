@@ -116,6 +116,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err != nil {
 		return &NotRunError{Stage: r.o.runtime.Name() + " probe env", Err: err}
 	}
+	r.res.Proof = proof(o.runtime, env, r.res.Digest)
 
 	// The first torch.compile runs beside the torch probe (both spend most
 	// of their time importing torch), never beside the all-reduce, which is

@@ -14,17 +14,20 @@ import (
 
 // trustFlags are the public keys promote and pin trust.
 type trustFlags struct {
-	keys         []string
-	verifierKeys []string
+	keys             []string
+	verifierKeys     []string
+	requireContainer bool
 }
 
 func (f *trustFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVar(&f.keys, "key", []string{"keys/cosign.pub"}, "trusted signing public key(s): signatures and lock attestations")
 	cmd.Flags().StringSliceVar(&f.verifierKeys, "verifier-key", []string{"keys/verifier.pub"}, "trusted verifier public key(s): verification attestations")
+	cmd.Flags().BoolVar(&f.requireContainer, "require-container-runtime", false, "accept only verifications run in a container started from the digest (containerd, podman, docker, a Kubernetes Job), never in-place")
 }
 
 func (f *trustFlags) options() []promote.Option {
-	return []promote.Option{promote.WithTrustedKeys(f.keys...), promote.WithVerifierKeys(f.verifierKeys...)}
+	return []promote.Option{promote.WithTrustedKeys(f.keys...), promote.WithVerifierKeys(f.verifierKeys...),
+		promote.WithRequireContainerRuntime(f.requireContainer)}
 }
 
 // releaseFilePath maps NAME to images/NAME/releases.json; a path is kept.

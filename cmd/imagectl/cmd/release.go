@@ -4,20 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/util/progress/progressui"
 	"github.com/spf13/cobra"
 
 	"imagectl/internal/build"
 	"imagectl/internal/exitcode"
-	"imagectl/internal/lock"
 	"imagectl/internal/release"
 	"imagectl/internal/sign"
 	"imagectl/internal/verify"
@@ -33,7 +30,8 @@ type releaseFlags struct {
 	cacheFrom, cacheTo       []string
 	key, pub                 string
 	verifierKey, verifierPub string
-	runtime                  string
+	runtime, containerd      string
+	requireContainer         bool
 	storage                  string
 	lockMissing, noPromote   bool
 	month                    string
@@ -65,7 +63,7 @@ The key passwords come from $IMAGECTL_SIGNING_PASSWORD (or $COSIGN_PASSWORD).`,
 
   # one image of the demo, locking it first, verifying with podman
   imagectl release specs/demo.hcl --image demo --lock-missing --key k/cosign.key \
-    --verifier-key v/cosign.key --verify-runtime podman`,
+    --verifier-key v/cosign.key --verify-runtime containerd`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRelease(cmd, args, &f) },
 	}
 	fl := cmd.Flags()
@@ -83,8 +81,10 @@ The key passwords come from $IMAGECTL_SIGNING_PASSWORD (or $COSIGN_PASSWORD).`,
 	fl.StringVar(&f.pub, "pub", "", "signing public key (default: --key with .pub)")
 	fl.StringVar(&f.verifierKey, "verifier-key", "", "verifier key that signs the verification result")
 	fl.StringVar(&f.verifierPub, "verifier-pub", "", "verifier public key (default: --verifier-key with .pub)")
-	fl.StringVar(&f.runtime, "verify-runtime", "auto", "in-place, podman, docker, or auto (podman when installed, else in-place)")
-	fl.StringVar(&f.storage, "storage", "", "podman/docker: host folder mounted as the image's storage")
+	fl.StringVar(&f.runtime, "verify-runtime", "auto", "containerd, podman, docker, in-place, or auto (containerd when its socket answers, else podman, else docker; never in-place)")
+	fl.StringVar(&f.containerd, "containerd-address", "", "containerd socket (default $CONTAINERD_ADDRESS, else "+verify.DefaultContainerdAddress+")")
+	fl.BoolVar(&f.requireContainer, "require-container-runtime", false, "promote only digests verified in a container started from the digest")
+	fl.StringVar(&f.storage, "storage", "", "container runtimes: host folder mounted as the image's storage (default: a throwaway ready folder per image)")
 	fl.BoolVar(&f.lockMissing, "lock-missing", false, "resolve and write a lock that does not exist yet")
 	fl.BoolVar(&f.noPromote, "no-promote", false, "stop after verification")
 	fl.StringVar(&f.month, "month", "", "release month YYYY-MM (default: this month, UTC)")
@@ -113,10 +113,12 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		return err
 	}
 	defer c.Close()
-	rt, err := verifyRuntime(f)
+	rt, kind, why, err := release.SelectVerifyRuntime(ctx, verify.Detector{},
+		verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd})
 	if err != nil {
 		return err
 	}
+	printRuntime(cmd.ErrOrStderr(), "release: verify", kind, why)
 	bopts := []build.Option{build.WithCacheFrom(f.cacheFrom...), build.WithCacheTo(f.cacheTo...)}
 	if f.initPath != "" {
 		bopts = append(bopts, build.WithInit(f.initPath))
@@ -126,19 +128,20 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		return err
 	}
 	stages, err := release.NewReal(release.Config{
-		ImagesDir:           f.imagesDir,
-		LockMissing:         f.lockMissing,
-		LockOptions:         lopts,
-		Buildkit:            c,
-		BuildOptions:        bopts,
-		BuildStatus:         buildStatus(cmd.ErrOrStderr(), f),
-		Builder:             sign.Builder{ID: f.builderID, BuildKitVersion: buildkitVersion(cmd, c)},
-		SignOptions:         []sign.Option{sign.WithKey(f.key, pw)},
-		PublicKey:           pubFor(f.pub, f.key),
-		VerifierSignOptions: []sign.Option{sign.WithKey(f.verifierKey, pw)},
-		VerifierPublicKey:   pubFor(f.verifierPub, f.verifierKey),
-		VerifyRuntime:       rt,
-		Month:               f.month,
+		ImagesDir:               f.imagesDir,
+		LockMissing:             f.lockMissing,
+		LockOptions:             lopts,
+		Buildkit:                c,
+		BuildOptions:            bopts,
+		BuildStatus:             buildStatus(cmd.ErrOrStderr(), f),
+		Builder:                 sign.Builder{ID: f.builderID, BuildKitVersion: buildkitVersion(cmd, c)},
+		SignOptions:             []sign.Option{sign.WithKey(f.key, pw)},
+		PublicKey:               pubFor(f.pub, f.key),
+		VerifierSignOptions:     []sign.Option{sign.WithKey(f.verifierKey, pw)},
+		VerifierPublicKey:       pubFor(f.verifierPub, f.verifierKey),
+		VerifyRuntime:           rt,
+		RequireContainerRuntime: f.requireContainer,
+		Month:                   f.month,
 	})
 	if err != nil {
 		return exitcode.Wrap(exitcode.Usage, err)
@@ -180,24 +183,6 @@ func pubFor(pub, key string) string {
 		return pub
 	}
 	return strings.TrimSuffix(key, ".key") + ".pub"
-}
-
-// verifyRuntime picks the runtime that runs an image's probes.
-func verifyRuntime(f *releaseFlags) (func(*lock.Lock, name.Digest) (verify.Runtime, error), error) {
-	kind := f.runtime
-	if kind == "auto" {
-		kind = "in-place"
-		if _, err := exec.LookPath("podman"); err == nil {
-			kind = "podman"
-		}
-	}
-	switch kind {
-	case "in-place":
-		return func(*lock.Lock, name.Digest) (verify.Runtime, error) { return &verify.InPlace{}, nil }, nil
-	case "podman", "docker":
-		return release.Container(kind, f.storage, nil), nil
-	}
-	return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--verify-runtime %q: want auto, in-place, podman or docker", f.runtime))
 }
 
 // buildStatus renders each build's progress; with several jobs at once the

@@ -17,22 +17,25 @@ import (
 )
 
 type verifyFlags struct {
-	out       outputFlag
-	lockPath  string
-	runtime   string
-	python    string
-	from      string
-	storage   string
-	gpus      string
-	shmSize   string
-	podArgs   []string
-	jobLog    string
-	namespace string
-	claim     string
-	iters     int
-	warmup    int
-	sign      bool
-	key       string
+	out                                   outputFlag
+	lockPath                              string
+	runtime                               string
+	python                                string
+	from                                  string
+	storage                               string
+	gpus                                  string
+	shmSize                               string
+	podArgs                               []string
+	gpuCount                              int
+	containerd, ctrNamespace, snapshotter string
+	cdiDirs                               []string
+	jobLog                                string
+	namespace                             string
+	claim                                 string
+	iters                                 int
+	warmup                                int
+	sign                                  bool
+	key                                   string
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -48,18 +51,29 @@ torch.cuda.is_available(), an NCCL all-reduce over every GPU (sum and bus
 bandwidth against verify.min_busbw_gbps), torch.compile cache reuse across two
 processes, /dev/shm, TMPDIR, the cache paths and the init's fingerprint.
 
-Runtimes:
-  in-place    imagectl runs inside the image (a CI job on a GPU runner)
+Runtimes (--runtime; auto picks one and prints which):
+  containerd  pulls IMAGE@DIGEST into containerd and runs each probe in a fresh
+              container through the image's entrypoint, GPUs by CDI, network off
   podman      a fresh container per probe (docker: --runtime docker)
+  in-place    imagectl runs inside the image (a CI job on a GPU runner)
   kubernetes  prints a ConfigMap + batch/v1 Job for a GPU node; give the Job's
               log back with --job-log to evaluate it
 
+A result is signed (--sign) only when something proves the probes ran inside
+IMAGE@DIGEST: a container runtime started that digest, or (in-place, a Job
+log) the init's fingerprint names it (IMAGECTL_IMAGE_DIGEST). Otherwise it is
+printed and not signed (exit 1).
+
 Exit codes: 0 passed, 4 a check failed, 7 verification could not run.`,
 		Example: `  # inside the image, on a GPU runner
-  imagectl verify reg.example/team/pytorch@sha256:... --lock images/pytorch-2.6-cu118-py3.11/lock.json
+  imagectl verify reg.example/team/pytorch@sha256:... --lock images/pytorch-2.6-cu118-py3.11/lock.json --runtime in-place
 
-  # a fresh container per probe, GPUs through CDI, storage mounted
-  imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime podman --storage /mnt/storage
+  # containerd: pulled by digest, a fresh container per probe, GPUs by CDI, signed
+  imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime containerd \
+    --storage /mnt/storage --sign --key verifier.key
+
+  # podman, one GPU per container
+  imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime podman --gpu-count 1
 
   # the Job for a GPU fleet, then its log
   imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime kubernetes | kubectl apply -f -
@@ -73,12 +87,17 @@ Exit codes: 0 passed, 4 a check failed, 7 verification could not run.`,
 	fl := cmd.Flags()
 	addOutputFlag(cmd, &f.out)
 	fl.StringVar(&f.lockPath, "lock", "", "the image's lock file (required)")
-	fl.StringVar(&f.runtime, "runtime", "in-place", "in-place, podman, docker or kubernetes")
+	fl.StringVar(&f.runtime, "runtime", "auto", "auto, containerd, podman, docker, in-place or kubernetes (auto: containerd when its socket answers, else podman, else docker, else in-place only inside IMAGE itself)")
 	fl.StringVar(&f.python, "python", "", "the image's Python (default: /opt/venv/bin/python if present, else python3)")
 	fl.StringVar(&f.from, "from", "", "podman/docker: what to run instead of IMAGE@DIGEST, e.g. oci:DIR or oci-archive:FILE")
-	fl.StringVar(&f.storage, "storage", "", "podman/docker: host folder mounted at the lock's runtime.storage.path")
+	fl.StringVar(&f.storage, "storage", "", "container runtimes: host folder mounted at the lock's runtime.storage.path")
 	fl.StringVar(&f.gpus, "gpus", "cdi", "podman/docker: how GPUs are passed: cdi (--device nvidia.com/gpu=all) or docker (--gpus all)")
-	fl.StringVar(&f.shmSize, "shm-size", "", "podman/docker: --shm-size; kubernetes: /dev/shm size limit (default: the lock's min_shm_bytes, at least 1Gi)")
+	fl.StringVar(&f.shmSize, "shm-size", "", "container runtimes: /dev/shm size, e.g. 2Gi or 1g (default: the lock's min_shm_bytes, at least 1Gi)")
+	fl.IntVar(&f.gpuCount, "gpu-count", 0, "containerd/podman/docker: GPUs given to each container (default 0: all, nvidia.com/gpu=all)")
+	fl.StringVar(&f.containerd, "containerd-address", "", "containerd: socket (default $CONTAINERD_ADDRESS, else "+verify.DefaultContainerdAddress+")")
+	fl.StringVar(&f.ctrNamespace, "containerd-namespace", "imagectl", "containerd: namespace for the image and the probe containers")
+	fl.StringVar(&f.snapshotter, "snapshotter", "overlayfs", "containerd: snapshotter that unpacks the image")
+	fl.StringArrayVar(&f.cdiDirs, "cdi-spec-dir", nil, "containerd: folder of CDI specs (repeatable; default /etc/cdi and /var/run/cdi)")
 	fl.StringArrayVar(&f.podArgs, "podman-arg", nil, "podman/docker: extra argument for `run` (repeatable)")
 	fl.StringVar(&f.jobLog, "job-log", "", "kubernetes: evaluate this Job log instead of printing the manifest")
 	fl.StringVar(&f.namespace, "namespace", "", "kubernetes: namespace of the Job")
@@ -108,12 +127,7 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		return err
 	}
 	opts := []verify.Option{verify.WithImage(ref), verify.WithAllReduceIters(f.iters, f.warmup)}
-	switch f.runtime {
-	case "in-place":
-		opts = append(opts, verify.WithRuntime(&verify.InPlace{Python: f.python}))
-	case "podman", "docker":
-		opts = append(opts, verify.WithRuntime(podmanRuntime(f, ref, l)))
-	case "kubernetes":
+	if f.runtime == verify.RuntimeKubernetes {
 		if f.jobLog == "" {
 			return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)
 		}
@@ -122,8 +136,16 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 			return err
 		}
 		opts = append(opts, verify.WithRuntime(&verify.Recorded{Log: b}), verify.WithGPUProber(nil))
-	default:
-		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--runtime %q: want in-place, podman, docker or kubernetes", f.runtime))
+	} else {
+		sel, err := verify.Detector{}.Select(cmd.Context(), l, verify.RuntimeConfig{Kind: f.runtime, Image: ref, From: f.from,
+			Python: f.python, Storage: f.storage, ShmSize: f.shmSize, GPUMode: f.gpus, GPUs: f.gpuCount,
+			ContainerdAddress: f.containerd, ContainerdNamespace: f.ctrNamespace, Snapshotter: f.snapshotter,
+			CDISpecDirs: f.cdiDirs, PodmanArgs: f.podArgs}, true)
+		if err != nil {
+			return err
+		}
+		printRuntime(cmd.ErrOrStderr(), "verify", sel.Kind, sel.Reason)
+		opts = append(opts, verify.WithRuntime(sel.Runtime))
 	}
 	res, verr := verify.Run(cmd.Context(), l, opts...)
 	var notRun *verify.NotRunError
@@ -140,19 +162,13 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 	return verr
 }
 
-func podmanRuntime(f *verifyFlags, ref name.Digest, l *lock.Lock) *verify.Podman {
-	p := &verify.Podman{Binary: f.runtime, Image: ref.String(), Python: f.python, ShmSize: f.shmSize,
-		Storage: f.storage, StoragePath: l.Runtime.Storage.Path, ExtraArgs: f.podArgs}
-	if f.from != "" {
-		p.Image = f.from
+// printRuntime names the runtime on stderr, with what auto detected.
+func printRuntime(w io.Writer, who, kind, reason string) {
+	if reason != "" {
+		fmt.Fprintf(w, "%s: runtime %s (auto: %s)\n", who, kind, reason)
+	} else {
+		fmt.Fprintf(w, "%s: runtime %s\n", who, kind)
 	}
-	if p.ShmSize == "" && l.Runtime.MinShmBytes > 1<<30 {
-		p.ShmSize = fmt.Sprint(l.Runtime.MinShmBytes) // podman reads a bare number as bytes
-	}
-	if f.gpus == "docker" {
-		p.GPUFlags = []string{"--gpus", "all"}
-	}
-	return p
 }
 
 func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags, asJSON bool) error {

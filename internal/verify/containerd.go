@@ -1,0 +1,422 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/core/remotes"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes/docker/config"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"imagectl/internal/logs"
+)
+
+// DefaultContainerdAddress is containerd's own default socket.
+const DefaultContainerdAddress = "/run/containerd/containerd.sock"
+
+// GPUDeviceKind is the CDI kind of NVIDIA GPUs (nvidia-ctk cdi generate).
+const GPUDeviceKind = "nvidia.com/gpu"
+
+// PassEnv are passed from imagectl's environment into every probe
+// container; where imagectl's environment does not set one, the value
+// here is. They keep NVLink multicast off in NCCL, PyTorch and NVSHMEM:
+// on hosts whose GPUs others share, a program that uses it can take them
+// out of service.
+var PassEnv = map[string]string{
+	"NCCL_NVLS_ENABLE":                 "0",
+	"TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+	"NVSHMEM_DISABLE_NVLS":             "1",
+}
+
+// Containerd runs every probe in a fresh container of the image through
+// containerd's Go client: the image is pulled by digest into containerd
+// (and unpacked), each probe runs through the image's own entrypoint (the
+// init) with the probes mounted read-only, the GPUs injected by CDI from
+// the host's CDI specs, a network namespace of its own holding only a
+// loopback interface (network off; the all-reduce's ranks still meet on
+// 127.0.0.1), /dev/shm sized from the lock and the storage folder mounted
+// at the lock's storage path. The container is told the digest it runs
+// (IMAGECTL_IMAGE_DIGEST), which the init writes into its fingerprint.
+type Containerd struct {
+	// Address is containerd's socket. The default is $CONTAINERD_ADDRESS,
+	// else DefaultContainerdAddress.
+	Address string
+	// Namespace is the containerd namespace images and containers live in.
+	// The default is "imagectl".
+	Namespace string
+	// Snapshotter unpacks the image. The default is "overlayfs".
+	Snapshotter string
+	// Image is the image, by digest, that containerd pulls from its registry.
+	Image name.Digest
+	// Python is the interpreter inside the image. The default is python3.
+	Python string
+	// GPUs is how many nvidia.com/gpu CDI devices a GPU probe gets: 0 (the
+	// default) is nvidia.com/gpu=all; N takes the first N indexed devices
+	// and fails when the host's CDI specs have fewer.
+	GPUs int
+	// CDISpecDirs are where the CDI specs are read from. The default is the
+	// CDI library's (/etc/cdi, /var/run/cdi).
+	CDISpecDirs []string
+	// ShmBytes sizes /dev/shm. The default is ShmBytes(lock) as the caller
+	// computes it; 0 here means 1 GiB.
+	ShmBytes int64
+	// Storage is a host folder mounted read-write at StoragePath (the
+	// lock's runtime.storage.path); empty mounts nothing.
+	Storage     string
+	StoragePath string
+	// Env are extra KEY=VALUE variables for every probe container.
+	Env []string
+	// HostsDir is a containerd registry hosts directory (certs.d layout).
+	// The default is none: containerd's defaults, with plain HTTP allowed
+	// for loopback registries.
+	HostsDir string
+	// Keychain answers the registry's credential challenges. The default
+	// is authn.DefaultKeychain (the Docker config).
+	Keychain authn.Keychain
+
+	probes probeDir
+
+	mu      sync.Mutex
+	client  *containerd.Client
+	image   containerd.Image
+	pulled  string // digest containerd holds for Image, after a pull
+	pullErr error
+	netns   *netNS
+	cdi     *cdi.Cache
+	seq     int
+	// PullSeconds is how long the pull and unpack took (0 before the first
+	// probe).
+	PullSeconds float64
+}
+
+// Name implements Runtime.
+func (*Containerd) Name() string { return "containerd" }
+
+// RanDigest implements DigestRunner: the digest containerd pulled and ran,
+// once the first probe ran; "" before.
+func (r *Containerd) RanDigest() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pulled
+}
+
+func (r *Containerd) address() string {
+	return firstNonEmpty(r.Address, os.Getenv("CONTAINERD_ADDRESS"), DefaultContainerdAddress)
+}
+
+func (r *Containerd) ns(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, firstNonEmpty(r.Namespace, "imagectl"))
+}
+
+// prepare connects, pulls the image by digest and checks what containerd
+// holds is that digest, once; later calls return the first outcome.
+func (r *Containerd) prepare(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client != nil || r.pullErr != nil {
+		return r.pullErr
+	}
+	r.pullErr = r.prepareLocked(ctx)
+	return r.pullErr
+}
+
+func (r *Containerd) prepareLocked(ctx context.Context) error {
+	if r.Image.DigestStr() == "" {
+		return errors.New("containerd runtime: no image digest")
+	}
+	c, err := containerd.New(r.address(), containerd.WithTimeout(10*time.Second))
+	if err != nil {
+		return fmt.Errorf("connecting to containerd at %s: %w", r.address(), err)
+	}
+	ctx = r.ns(ctx)
+	snap := firstNonEmpty(r.Snapshotter, "overlayfs")
+	t := time.Now()
+	img, err := c.Pull(ctx, r.Image.String(),
+		containerd.WithPullUnpack,
+		containerd.WithPullSnapshotter(snap),
+		containerd.WithResolver(r.resolver(ctx)))
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("pulling %s into containerd: %w", r.Image, err)
+	}
+	r.PullSeconds = time.Since(t).Seconds()
+	got := img.Target().Digest.String()
+	if got != r.Image.DigestStr() {
+		c.Close()
+		return fmt.Errorf("containerd pulled %s for %s", got, r.Image)
+	}
+	logs.From(ctx).Info("image pulled and unpacked into containerd", "image", r.Image.String(),
+		"seconds", fmt.Sprintf("%.2f", r.PullSeconds), "snapshotter", snap)
+	cache, err := cdi.NewCache(cdiOptions(r.CDISpecDirs)...)
+	if err != nil {
+		// Like containerd: a broken spec of one vendor does not stop
+		// another's devices; injection fails if it must.
+		logs.From(ctx).Warn("CDI spec refresh", "err", err)
+	}
+	netns, err := newLoopbackNetNS()
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("creating the probes' network namespace: %w", err)
+	}
+	r.client, r.image, r.pulled, r.cdi, r.netns = c, img, got, cache, netns
+	return nil
+}
+
+func cdiOptions(dirs []string) []cdi.Option {
+	opts := []cdi.Option{cdi.WithAutoRefresh(false)}
+	if len(dirs) > 0 {
+		opts = append(opts, cdi.WithSpecDirs(dirs...))
+	}
+	return opts
+}
+
+// resolver is containerd's own registry resolver: hosts configured as
+// containerd configures them (loopback registries may speak plain HTTP),
+// credentials from the keychain.
+func (r *Containerd) resolver(ctx context.Context) remotes.Resolver {
+	kc := r.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	opts := config.HostOptions{
+		Credentials: func(host string) (string, string, error) { return keychainCreds(ctx, kc, host) },
+	}
+	if r.HostsDir != "" {
+		opts.HostDir = config.HostDirFromRoot(r.HostsDir)
+	}
+	return docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, opts)})
+}
+
+// keychainCreds maps a keychain's answer to containerd's (user, secret):
+// an identity token goes with an empty user.
+func keychainCreds(ctx context.Context, kc authn.Keychain, host string) (string, string, error) {
+	reg, err := name.NewRegistry(host)
+	if err != nil {
+		return "", "", err
+	}
+	a, err := authn.Resolve(ctx, kc, reg)
+	if err != nil {
+		return "", "", fmt.Errorf("credentials for %s: %w", host, err)
+	}
+	cfg, err := authn.Authorization(ctx, a)
+	if err != nil {
+		return "", "", fmt.Errorf("credentials for %s: %w", host, err)
+	}
+	if cfg.IdentityToken != "" {
+		return "", cfg.IdentityToken, nil
+	}
+	return cfg.Username, cfg.Password, nil
+}
+
+// GPUDevices returns the CDI device names a GPU probe gets from cache: all
+// (nvidia.com/gpu=all) or the first n indexed GPUs.
+func GPUDevices(cache *cdi.Cache, n int) ([]string, error) {
+	if n <= 0 {
+		return []string{GPUDeviceKind + "=all"}, nil
+	}
+	var idx []int
+	for _, d := range cache.ListDevices() {
+		kind, dev, ok := strings.Cut(d, "=")
+		if !ok || kind != GPUDeviceKind {
+			continue
+		}
+		var i int
+		if _, err := fmt.Sscanf(dev, "%d", &i); err == nil && fmt.Sprint(i) == dev {
+			idx = append(idx, i)
+		}
+	}
+	sort.Ints(idx)
+	if len(idx) < n {
+		return nil, fmt.Errorf("%w: %d GPU(s) requested, the host's CDI specs (%s) name %d indexed %s device(s)",
+			ErrNoGPU, n, strings.Join(cache.GetSpecDirectories(), ", "), len(idx), GPUDeviceKind)
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s=%d", GPUDeviceKind, idx[i])
+	}
+	return out, nil
+}
+
+// withCDIDevices injects devices from cache, as containerd's own
+// pkg/cdi.WithCDIDevices does from the library's default cache.
+func withCDIDevices(cache *cdi.Cache, devices []string) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, s *oci.Spec) error {
+		if len(devices) == 0 {
+			return nil
+		}
+		if cache == nil {
+			return errors.New("CDI device injection: no CDI cache")
+		}
+		if _, err := cache.InjectDevices(s, devices...); err != nil {
+			return fmt.Errorf("CDI device injection of %s: %w", strings.Join(devices, ", "), err)
+		}
+		return nil
+	}
+}
+
+// probeEnv is the environment every probe container gets on top of the
+// image's: the multicast switches (PassEnv), the image digest for the
+// init's fingerprint, and Env.
+func probeEnv(getenv func(string) string, digest string, extra []string) []string {
+	keys := make([]string, 0, len(PassEnv))
+	for k := range PassEnv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var env []string
+	for _, k := range keys {
+		v := PassEnv[k]
+		if hv := getenv(k); hv != "" {
+			v = hv
+		}
+		env = append(env, k+"="+v)
+	}
+	if digest != "" {
+		env = append(env, "IMAGECTL_IMAGE_DIGEST="+digest)
+	}
+	return append(env, extra...)
+}
+
+// SpecOpts returns the OCI spec options of one probe's container: the
+// image's entrypoint with the probe as its command, the environment, the
+// mounts, /dev/shm, the network namespace and, for a GPU probe, devices.
+func (r *Containerd) SpecOpts(img oci.Image, probeDir, netnsPath string, p Probe, devices []string) []oci.SpecOpts {
+	py := firstNonEmpty(r.Python, "python3")
+	args := append([]string{py, probeMount + "/" + p.Script}, p.Args...)
+	mounts := []specs.Mount{{Destination: probeMount, Type: "bind", Source: probeDir, Options: []string{"rbind", "ro"}}}
+	if r.Storage != "" && r.StoragePath != "" {
+		mounts = append(mounts, specs.Mount{Destination: r.StoragePath, Type: "bind", Source: r.Storage, Options: []string{"rbind", "rw"}})
+	}
+	shm := r.ShmBytes
+	if shm <= 0 {
+		shm = 1 << 30
+	}
+	opts := []oci.SpecOpts{
+		oci.WithImageConfigArgs(img, args),
+		oci.WithEnv(probeEnv(os.Getenv, r.Image.DigestStr(), r.Env)),
+		oci.WithMounts(mounts),
+		oci.WithDevShmSize((shm + 1023) / 1024),
+	}
+	if netnsPath != "" {
+		opts = append(opts, oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netnsPath}))
+	}
+	if p.GPU {
+		opts = append(opts, withCDIDevices(r.cdi, devices))
+	}
+	return opts
+}
+
+// Exec implements Runtime.
+func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
+	if err := r.prepare(ctx); err != nil {
+		return nil, &ProbeError{Probe: p.Name, Err: err}
+	}
+	dir, err := r.probes.path()
+	if err != nil {
+		return nil, fmt.Errorf("writing probe scripts: %w", err)
+	}
+	var devices []string
+	if p.GPU {
+		if devices, err = GPUDevices(r.cdi, r.GPUs); err != nil {
+			return nil, &ProbeError{Probe: p.Name, Err: err}
+		}
+	}
+	r.mu.Lock()
+	r.seq++
+	id := fmt.Sprintf("imagectl-verify-%s-%s-%d", p.Name, randomHex(4), r.seq)
+	r.mu.Unlock()
+	ctx = r.ns(ctx)
+	log := logs.From(ctx)
+
+	t0 := time.Now()
+	cont, err := r.client.NewContainer(ctx, id,
+		containerd.WithImage(r.image),
+		containerd.WithNewSnapshot(id, r.image),
+		containerd.WithNewSpec(r.SpecOpts(r.image, dir, r.netns.path, p, devices)...))
+	if err != nil {
+		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("creating container: %w", err)}
+	}
+	// Cleanup outlives a cancelled ctx.
+	cleanup := func() context.Context { return context.WithoutCancel(ctx) }
+	defer func() {
+		if err := cont.Delete(cleanup(), containerd.WithSnapshotCleanup); err != nil {
+			log.Warn("removing probe container", "id", id, "err", err)
+		}
+	}()
+	var stdout bytes.Buffer
+	stderr := &tailWriter{n: 4096}
+	task, err := cont.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, &stdout, stderr)))
+	if err != nil {
+		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("creating task: %w", err), Stderr: string(bytes.TrimSpace(stderr.b))}
+	}
+	exitC, err := task.Wait(ctx)
+	if err != nil {
+		_, _ = task.Delete(cleanup(), containerd.WithProcessKill)
+		return nil, &ProbeError{Probe: p.Name, Err: err}
+	}
+	if err := task.Start(ctx); err != nil {
+		_, _ = task.Delete(cleanup(), containerd.WithProcessKill)
+		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("starting task: %w", err), Stderr: string(bytes.TrimSpace(stderr.b))}
+	}
+	started := time.Since(t0)
+	var st containerd.ExitStatus
+	select {
+	case st = <-exitC:
+	case <-ctx.Done():
+		_ = task.Kill(cleanup(), syscall.SIGKILL, containerd.WithKillAll)
+		st = <-exitC
+	}
+	t1 := time.Now()
+	if _, err := task.Delete(cleanup()); err != nil {
+		log.Warn("removing probe task", "id", id, "err", err)
+	}
+	log.Info("probe container", "probe", p.Name, "id", id, "start_s", fmt.Sprintf("%.3f", started.Seconds()),
+		"teardown_s", fmt.Sprintf("%.3f", time.Since(t1).Seconds()), "devices", strings.Join(devices, ","))
+	code, _, err := st.Result()
+	switch {
+	case ctx.Err() != nil:
+		err = fmt.Errorf("%w (exit %d)", ctx.Err(), code)
+	case err == nil && code != 0:
+		err = fmt.Errorf("exit status %d", code)
+	}
+	if err != nil {
+		return stdout.Bytes(), &ProbeError{Probe: p.Name, Err: err, Stderr: string(bytes.TrimSpace(stderr.b))}
+	}
+	return stdout.Bytes(), nil
+}
+
+// Close implements Runtime: it closes the client and removes the probe
+// scripts and the network namespace. The image stays in containerd (the
+// next verification of the digest pulls nothing).
+func (r *Containerd) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	if r.client != nil {
+		errs = append(errs, r.client.Close())
+		r.client = nil
+	}
+	if r.netns != nil {
+		errs = append(errs, r.netns.remove())
+		r.netns = nil
+	}
+	errs = append(errs, r.probes.close())
+	return errors.Join(errs...)
+}

@@ -1,9 +1,9 @@
 package verify
 
 import (
-	"errors"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log"
 	"net/http/httptest"

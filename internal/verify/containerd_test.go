@@ -12,9 +12,9 @@ import (
 
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/content"
-	"github.com/containerd/containerd/v2/plugins/content/local"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/containerd/v2/plugins/content/local"
 	"github.com/google/go-cmp/cmp"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -28,7 +28,7 @@ type fakeImage struct {
 }
 
 func (i fakeImage) Config(context.Context) (ocispec.Descriptor, error) { return i.desc, nil }
-func (i fakeImage) ContentStore() content.Store                         { return i.store }
+func (i fakeImage) ContentStore() content.Store                        { return i.store }
 
 func newFakeImage(t *testing.T, cfg ocispec.ImageConfig) fakeImage {
 	t.Helper()

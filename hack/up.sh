@@ -154,5 +154,6 @@ tmp=$cache/env.tmp
   cat "$cache"/env.d/*.env 2>/dev/null || true
 } > "$tmp"
 mv "$tmp" "$cache/env"
+hack/containerd.sh # verify's containerd runtime; adds CONTAINERD_ADDRESS to .cache/env
 echo "up: wrote .cache/env" >&2
 cat "$cache/env" >&2

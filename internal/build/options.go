@@ -25,6 +25,7 @@ type options struct {
 	dialTimeout  time.Duration
 	registryHTTP bool
 	rewrite      bool
+	compression  string
 }
 
 // makeOptions applies every option, even after one fails, so that a
@@ -156,4 +157,30 @@ func WithInsecureRegistry(insecure bool) Option {
 // The default is off.
 func WithRewriteTimestamp(on bool) Option {
 	return func(o *options) error { o.rewrite = on; return nil }
+}
+
+// Layer compressions WithCompression takes.
+const (
+	CompressionGzip         = "gzip"
+	CompressionZstd         = "zstd"
+	CompressionUncompressed = "uncompressed"
+)
+
+// WithCompression sets the layers' compression (BuildKit's exporter
+// compression): gzip, zstd or uncompressed. Anything but gzip is forced on
+// every layer, the base's too, so that the whole image has one format
+// (containerd pulls and unpacks zstd layers faster: docs/verify.md). The
+// default is gzip, which every registry and runtime reads.
+func WithCompression(c string) Option {
+	return func(o *options) error {
+		switch c {
+		case "", CompressionGzip:
+			o.compression = ""
+		case CompressionZstd, CompressionUncompressed:
+			o.compression = c
+		default:
+			return fmt.Errorf("layer compression %q: want gzip, zstd or uncompressed", c)
+		}
+		return nil
+	}
 }

@@ -193,6 +193,10 @@ func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
 		string(exptypes.OptKeySourceDateEpoch):  epoch,
 		string(exptypes.OptKeyOCITypes):         "true",
 	}
+	if o.compression != "" {
+		img["compression"] = o.compression
+		img["force-compression"] = "true"
+	}
 	target := ""
 	if o.push {
 		repo := o.name
@@ -233,6 +237,10 @@ func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
 				string(exptypes.OptKeyOCITypes):         "true",
 			},
 		})
+		if o.compression != "" {
+			sopt.Exports[1].Attrs["compression"] = o.compression
+			sopt.Exports[1].Attrs["force-compression"] = "true"
+		}
 	}
 	return sopt, target, nil
 }

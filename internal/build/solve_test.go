@@ -99,6 +99,15 @@ func TestSolveExporterOptions(t *testing.T) {
 			"name": reg + "/imagectl/staging/unit:candidate", "push": "true",
 			"rewrite-timestamp": "true", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
 		}},
+		{"push, zstd layers", []Option{WithPush(true), WithCompression("zstd")}, map[string]string{
+			"name": reg + "/imagectl/staging/unit", "push": "true", "push-by-digest": "true",
+			"rewrite-timestamp": "false", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
+			"compression": "zstd", "force-compression": "true",
+		}},
+		{"push, gzip layers (the default)", []Option{WithPush(true), WithCompression("gzip")}, map[string]string{
+			"name": reg + "/imagectl/staging/unit", "push": "true", "push-by-digest": "true",
+			"rewrite-timestamp": "false", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
+		}},
 		{"no push", nil, map[string]string{
 			"rewrite-timestamp": "false", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
 		}},
@@ -319,5 +328,11 @@ func TestSolveClosesStatusOnBadOption(t *testing.T) {
 		}
 	case <-time.After(time.Second):
 		t.Fatal("status channel left open after a failed Solve")
+	}
+}
+
+func TestWithCompressionRejects(t *testing.T) {
+	if _, err := makeOptions(WithCompression("lz4"), fakeInit(t)); err == nil || !strings.Contains(err.Error(), `"lz4"`) {
+		t.Errorf("WithCompression(lz4) error = %v, want one naming lz4", err)
 	}
 }

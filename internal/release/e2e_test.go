@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,18 +24,19 @@ import (
 )
 
 // TestReleaseDemoEndToEnd runs the whole pipeline on the demo spec against
-// the real buildkitd, registry and podman: lock, build, sign, verify (in a
-// container, through the image's init), promote; then pins the release tag,
+// the real buildkitd, registry and containerd: lock, build, sign, verify (in
+// a containerd container pulled by digest, through the image's init),
+// promote (accepting only a container runtime's result); then pins the release tag,
 // re-runs (everything resumes, nothing changes) and does the next month's
 // release after a newer periphery wheel appeared: only the periphery layers
 // change, the changelog names the package, the old release stays pinnable.
 func TestReleaseDemoEndToEnd(t *testing.T) {
 	env := testenv.Get(t)
-	if _, err := exec.LookPath("podman"); err != nil {
+	if env.Containerd == "" {
 		if os.Getenv("IMAGECTL_E2E") == "1" {
-			t.Fatalf("podman is not installed: make deps installs it")
+			t.Fatalf("CONTAINERD_ADDRESS is not set: make up starts containerd")
 		}
-		t.Skip("podman is not installed; the verify stage runs the image with it")
+		t.Skip("CONTAINERD_ADDRESS is not set; the verify stage runs the image with containerd")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -88,8 +88,10 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 			PublicKey:           signPub,
 			VerifierSignOptions: []sign.Option{sign.WithKey(verKey, pw)},
 			VerifierPublicKey:   verPub,
-			VerifyRuntime:       Container("podman", "", nil),
-			Month:               month,
+			VerifyRuntime:       Container("containerd", "", nil),
+			// Promotion accepts only the containerd run of the digest.
+			RequireContainerRuntime: true,
+			Month:                   month,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -26,6 +26,9 @@ type Env struct {
 	Bin string
 	// Root is the absolute path of the repository root.
 	Root string
+	// Containerd is the socket of the containerd `make up` started
+	// (CONTAINERD_ADDRESS); "" when it was not started.
+	Containerd string
 	// WheelsDir is the directory the wheel index serves (IMAGECTL_WHEELS_DIR).
 	// Tests must not change it: NewWheelIndex gives a private one.
 	WheelsDir string
@@ -68,6 +71,7 @@ func Get(t testing.TB) Env {
 		WheelsDir:    os.Getenv("IMAGECTL_WHEELS_DIR"),
 
 		UpstreamRegistry: os.Getenv("IMAGECTL_UPSTREAM_REGISTRY"),
+		Containerd:       os.Getenv("CONTAINERD_ADDRESS"),
 	}
 	missing := ""
 	switch {

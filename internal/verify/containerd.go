@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -20,9 +21,11 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	clog "github.com/containerd/log"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"imagectl/internal/logs"
@@ -121,8 +124,17 @@ func (r *Containerd) address() string {
 	return firstNonEmpty(r.Address, os.Getenv("CONTAINERD_ADDRESS"), DefaultContainerdAddress)
 }
 
+// quiet is a logger for containerd's client packages, which log through
+// the context (containerd/log) and otherwise write to stderr: libraries
+// print nothing.
+var quiet = func() *clog.Entry {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return logrus.NewEntry(l)
+}()
+
 func (r *Containerd) ns(ctx context.Context) context.Context {
-	return namespaces.WithNamespace(ctx, firstNonEmpty(r.Namespace, "imagectl"))
+	return clog.WithLogger(namespaces.WithNamespace(ctx, firstNonEmpty(r.Namespace, "imagectl")), quiet)
 }
 
 // prepare connects, pulls the image by digest and checks what containerd

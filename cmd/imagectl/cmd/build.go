@@ -23,6 +23,7 @@ func newBuildCmd() *cobra.Command {
 		repo               string
 		push, insecure     bool
 		rewrite            bool
+		compression        string
 		cacheFrom, cacheTo []string
 		timeout            time.Duration
 		signIt             bool
@@ -85,7 +86,7 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 			}
 			defer c.Close()
 			opts := []build.Option{build.WithPush(push), build.WithDialTimeout(timeout),
-				build.WithInsecureRegistry(insecure), build.WithRewriteTimestamp(rewrite), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...)}
+				build.WithInsecureRegistry(insecure), build.WithRewriteTimestamp(rewrite), build.WithCompression(compression), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...)}
 			shown := make(chan struct{})
 			if progress == string(progressui.QuietMode) {
 				close(shown)
@@ -140,6 +141,7 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 	f.StringVar(&progress, "progress", "auto", "progress output on stderr: auto, tty, plain, rawjson or quiet")
 	f.StringVar(&initPath, "init", "", "the init binary to bake in (default: imagectl-init beside imagectl)")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for buildkitd and the registries to answer")
+	f.StringVar(&compression, "compression", "gzip", "layer compression: gzip, zstd (forced on every layer; faster to pull and unpack) or uncompressed")
 	f.BoolVar(&rewrite, "rewrite-timestamp", false, "also have BuildKit rewrite every layer's times at export (slow; the steps already clamp them)")
 	f.BoolVar(&insecure, "insecure-registry", false, "let buildkitd push over plain HTTP (exporter registry.insecure)")
 	return cmd

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Starts containerd (bin/containerd, its runc shim bin/containerd-shim-runc-v2,
+# runc from the system) on a socket and root of its own under .cache/containerd,
+# for verify's containerd runtime, and adds CONTAINERD_ADDRESS to .cache/env.
+# Called by hack/up.sh after it wrote .cache/env; idempotent; hack/down.sh
+# stops it by its recorded PID like the other services.
+#   hack/containerd.sh          start (or keep) it
+#   hack/containerd.sh status   exit 0 when it runs
+# Only the CRI-less core runs: no CRI, no TCP listener (debug and metrics
+# addresses stay empty), snapshotters that need special file systems off.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+cache=$root/.cache
+dir=$cache/containerd
+mkdir -p "$dir" "$cache/logs" "$cache/pids"
+
+alive() {
+  local f=$cache/pids/containerd.pid pid exe
+  [ -f "$f" ] || return 1
+  read -r pid exe < "$f"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  [ "$(readlink "/proc/$pid/exe" 2>/dev/null | sed 's/ (deleted)$//')" = "$exe" ]
+}
+
+sock=$dir/containerd.sock
+if [ ${#sock} -gt 100 ]; then # unix socket paths are limited to 108 bytes
+  sock=/tmp/imagectl-$(echo "$root" | sha256sum | cut -c1-12)/containerd.sock
+fi
+
+if [ "${1:-}" = status ]; then
+  alive || { echo "containerd: not running" >&2; exit 1; }
+  exit 0
+fi
+
+for t in containerd containerd-shim-runc-v2; do
+  [ -x "bin/$t" ] || { echo "containerd: bin/$t is missing: run make tools" >&2; exit 1; }
+done
+runc=$(command -v runc) || { echo "containerd: runc is missing: run make deps" >&2; exit 1; }
+
+if alive; then
+  echo "up: containerd already running (pid $(cut -d' ' -f1 "$cache/pids/containerd.pid"))" >&2
+else
+  mkdir -p "$(dirname "$sock")"
+  rm -f "$sock"
+  cat > "$dir/config.toml" <<TOML
+version = 3
+root = "$dir/root"
+state = "$dir/state"
+disabled_plugins = [
+  "io.containerd.grpc.v1.cri",
+  "io.containerd.cri.v1.images",
+  "io.containerd.cri.v1.runtime",
+  "io.containerd.podsandbox.controller.v1.podsandbox",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.snapshotter.v1.erofs",
+  "io.containerd.nri.v1.nri",
+  "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing",
+]
+
+[grpc]
+  address = "$sock"
+
+[ttrpc]
+  address = ""
+
+[debug]
+  address = ""
+  level = "info"
+
+[metrics]
+  address = ""
+TOML
+  # The shim is found on PATH, and runc beside it.
+  PATH="$root/bin:$(dirname "$runc"):$PATH" setsid bin/containerd --config "$dir/config.toml" \
+    >> "$cache/logs/containerd.log" 2>&1 < /dev/null &
+  pid=$!
+  echo "$pid $(readlink -f bin/containerd)" > "$cache/pids/containerd.pid"
+  for ((i = 0; i < 300; i++)); do
+    [ -S "$sock" ] && break
+    kill -0 "$pid" 2>/dev/null || { echo "up: containerd exited; last lines of .cache/logs/containerd.log:" >&2; tail -n 20 "$cache/logs/containerd.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -S "$sock" ] || { echo "up: containerd did not create $sock within 30s" >&2; tail -n 20 "$cache/logs/containerd.log" >&2; exit 1; }
+  echo "up: containerd ready at $sock" >&2
+fi
+
+if [ -f "$cache/env" ] && ! grep -q '^export CONTAINERD_ADDRESS=' "$cache/env"; then
+  printf 'export CONTAINERD_ADDRESS=%q\n' "$sock" >> "$cache/env"
+fi

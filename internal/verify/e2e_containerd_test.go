@@ -1,0 +1,123 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/lock"
+	iruntime "imagectl/internal/runtime"
+	"imagectl/internal/testenv"
+)
+
+// TestContainerdE2E runs the containerd runtime for real against the
+// containerd `make up` started, on a machine without GPUs: the image is
+// pushed to the local registry and pulled by digest into containerd; each
+// probe runs in a fresh container through the init. A GPU image fails with
+// "no GPU visible" (exit 4); the same image marked CPU-only passes with the
+// GPU checks skipped, carries the runtime proof and is signable. The init's
+// fingerprint names the digest containerd ran.
+func TestContainerdE2E(t *testing.T) {
+	e := testenv.Get(t)
+	if e.Containerd == "" {
+		if os.Getenv("IMAGECTL_E2E") == "1" {
+			t.Fatal("IMAGECTL_E2E=1 but CONTAINERD_ADDRESS is not set: hack/up.sh starts containerd")
+		}
+		t.Skip("CONTAINERD_ADDRESS is not set: make up starts containerd")
+	}
+	if _, err := (NVML{}).Probe(context.Background()); !errors.Is(err, ErrNoGPU) {
+		t.Skipf("this test expects a machine without GPUs; NVML says %v", err)
+	}
+	rc := iruntime.Config{
+		MinShmBytes:     256 << 20,
+		TmpDir:          "/tmp/imagectl-tmp",
+		DriverFloor:     "525.60.13",
+		DriverPolicy:    "warn",
+		FingerprintPath: "/tmp/imagectl-fingerprint.json",
+	}
+	_, local, img := e2eImage(t, e, rc)
+	ref, err := name.NewDigest(fmt.Sprintf("%s/verify-e2e-ctr-%d/demo@%s", e.Registry, time.Now().UnixNano(), local.DigestStr()), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("pushing to the local registry: %v", err)
+	}
+	l := &lock.Lock{
+		SchemaVersion: lock.SchemaVersion,
+		Name:          "verify-e2e",
+		Core:          lock.Core{Python: "3.11", DriverFloor: "525.60.13"},
+		Runtime:       rc,
+	}
+	if _, err := lock.Marshal(l); err != nil {
+		t.Fatal(err)
+	}
+	run := func(l *lock.Lock) (*Result, *Containerd, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		rt, err := NewRuntime(l, RuntimeConfig{Kind: RuntimeContainerd, Image: ref, ContainerdAddress: e.Containerd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(ctx, l, WithImage(ref), WithRuntime(rt))
+		return res, rt.(*Containerd), err
+	}
+
+	t.Run("gpu image fails", func(t *testing.T) {
+		res, _, err := run(l)
+		if code := exitcode.Code(err); code != exitcode.VerifyFailed {
+			if res != nil {
+				for _, c := range res.Checks {
+					t.Logf("%s %s %s %s", c.Name, c.Status, c.Value, c.Detail)
+				}
+			}
+			t.Fatalf("Run() error = %v (code %d), want code %d", err, code, exitcode.VerifyFailed)
+		}
+		c := statuses(res)
+		if c["gpu.visible"].Status != Fail || c["gpu.visible"].Value != "no GPU visible" {
+			t.Errorf("gpu.visible = %+v, want fail \"no GPU visible\"", c["gpu.visible"])
+		}
+		for _, n := range []string{"python.version", "pip.packages", "shm.size", "tmpdir", "init.fingerprint"} {
+			if c[n].Status != Pass {
+				t.Errorf("check %s = %s (%s), want pass", n, c[n].Status, c[n].Detail)
+			}
+		}
+		// The init recorded the digest containerd told it (a mismatch fails the check).
+		if !strings.Contains(c["init.fingerprint"].Detail, "image_digest") {
+			t.Errorf("init.fingerprint %q: the fingerprint has no image_digest", c["init.fingerprint"].Detail)
+		}
+	})
+
+	t.Run("cpu-only image passes, proven by the runtime", func(t *testing.T) {
+		cpu := *l
+		cpu.Verify.CPUOnly = true
+		res, rt, err := run(&cpu)
+		if err != nil {
+			for _, c := range res.Checks {
+				t.Logf("%s %s %s %s", c.Name, c.Status, c.Value, c.Detail)
+			}
+			t.Fatalf("Run() error = %v, want nil", err)
+		}
+		c := statuses(res)
+		if c["gpu.visible"].Status != Skip || c["driver.version"].Status != Skip {
+			t.Errorf("gpu.visible %s, driver.version %s, want both skipped", c["gpu.visible"].Status, c["driver.version"].Status)
+		}
+		if res.Runtime != RuntimeContainerd || res.Proof != ProofRuntime || res.Digest != ref.DigestStr() {
+			t.Errorf("result runtime %q proof %q digest %q, want containerd, runtime, %s", res.Runtime, res.Proof, res.Digest, ref.DigestStr())
+		}
+		if err := res.Signable(ref.DigestStr()); err != nil {
+			t.Errorf("Signable() = %v, want nil", err)
+		}
+		if rt.RanDigest() != ref.DigestStr() || rt.PullSeconds <= 0 {
+			t.Errorf("RanDigest() = %q, PullSeconds %v; want %s and a pull time", rt.RanDigest(), rt.PullSeconds, ref.DigestStr())
+		}
+	})
+}

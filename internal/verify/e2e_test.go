@@ -206,6 +206,18 @@ func TestPodmanE2E(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The run of the oci: layout proves nothing about the digest: not signed.
+		var ue *UnsignableError
+		if err := Attest(context.Background(), pushed, res, sign.WithKey(priv, []byte("e2e"))); !errors.As(err, &ue) {
+			t.Fatalf("Attest() of the oci: layout's result = %v, want *UnsignableError", err)
+		}
+		// podman pulling the pushed digest does.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		res, err = Run(ctx, &cpu, WithImage(pushed), WithRuntime(&Podman{Image: pushed.String(), Python: "python3", ShmSize: "512m"}))
+		if err != nil || res.Proof != ProofRuntime {
+			t.Fatalf("Run(podman %s) = proof %q, %v; want the runtime proof", pushed, res.Proof, err)
+		}
 		if err := Attest(context.Background(), pushed, res, sign.WithKey(priv, []byte("e2e"))); err != nil {
 			t.Fatalf("Attest() error = %v", err)
 		}

@@ -85,7 +85,7 @@ func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 			if err != nil {
 				return llb.State{}, err
 			}
-			next = install(cur, epoch, debs, debDir, systemScript(l),
+			next = install(cur, epoch, debs, debDir, systemScript(),
 				fmt.Sprintf("[system] dpkg --install %d packages", len(layer.Debs)))
 		case KindVenv:
 			next = install(cur, epoch, llb.Scratch(), "", venvScript, "[venv] python3 -m venv "+VenvPath)
@@ -101,7 +101,7 @@ func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 			if err != nil {
 				return llb.State{}, err
 			}
-			next = install(cur, epoch, files, filesDir, initScript,
+			next = install(cur, epoch, files, filesDir, initStepScript(l),
 				"[init] "+InitPath+" and "+initconfig.Path)
 		default:
 			return llb.State{}, fmt.Errorf("layer %q: unknown kind %q", layer.Name, layer.Kind)

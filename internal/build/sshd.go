@@ -32,10 +32,16 @@ PermitEmptyPasswords no
 // random, so two builds would differ. The init generates them at start.
 const hostKeysCleanup = `rm -f /etc/ssh/ssh_host_*`
 
-// systemScript installs the debs (dpkgScript), removes sshd host keys and,
-// with ssh_key_only, writes the drop-in when the image has sshd.
-func systemScript(l *lock.Lock) string {
-	s := dpkgScript + "\n" + hostKeysCleanup
+// systemScript installs the debs (dpkgScript) and removes sshd host keys.
+func systemScript() string {
+	return dpkgScript + "\n" + hostKeysCleanup
+}
+
+// initStepScript installs the init and, with ssh_key_only, writes the
+// drop-in when the image has sshd (from the base or the debs): the init step
+// runs last, on the finished root filesystem.
+func initStepScript(l *lock.Lock) string {
+	s := initScript
 	if l.Policy.SSHKeyOnly {
 		s += `
 if [ -x /usr/sbin/sshd ]; then

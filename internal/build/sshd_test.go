@@ -64,17 +64,19 @@ func TestSSHVerdict(t *testing.T) {
 	}
 }
 
-func TestSystemScript(t *testing.T) {
+func TestSSHSteps(t *testing.T) {
+	if s := systemScript(); !strings.Contains(s, "rm -f /etc/ssh/ssh_host_*") {
+		t.Errorf("systemScript:\n%s\nwant the host keys removed", s)
+	}
 	l := &lock.Lock{}
-	s := systemScript(l)
-	if !strings.Contains(s, "rm -f /etc/ssh/ssh_host_*") || strings.Contains(s, SSHKeyOnlyDropIn) {
-		t.Errorf("systemScript without ssh_key_only:\n%s\nwant the host keys removed and no drop-in", s)
+	if s := initStepScript(l); strings.Contains(s, SSHKeyOnlyDropIn) {
+		t.Errorf("init step without ssh_key_only writes the drop-in:\n%s", s)
 	}
 	l.Policy.SSHKeyOnly = true
-	s = systemScript(l)
-	for _, want := range []string{"rm -f /etc/ssh/ssh_host_*", SSHKeyOnlyDropIn, "PasswordAuthentication no", "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password"} {
+	s := initStepScript(l)
+	for _, want := range []string{initScript, "if [ -x /usr/sbin/sshd ]", SSHKeyOnlyDropIn, "PasswordAuthentication no", "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password"} {
 		if !strings.Contains(s, want) {
-			t.Errorf("systemScript with ssh_key_only lacks %q:\n%s", want, s)
+			t.Errorf("init step with ssh_key_only lacks %q:\n%s", want, s)
 		}
 	}
 }

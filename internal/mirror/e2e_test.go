@@ -6,7 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"imagectl/internal/spec"
 	"imagectl/internal/testenv"
@@ -50,6 +56,34 @@ func TestE2EMirrorUpstream(t *testing.T) {
 		t.Errorf("second base uploaded %d bytes, the first %d: the shared layer was uploaded twice", first[1].Uploaded.Bytes, first[0].Uploaded.Bytes)
 	}
 
+	// A two-platform index (the fixture's linux/amd64 image and a small
+	// linux/arm64 one) on the upstream: both platforms reach the mirror.
+	multi := multiPlatformUpstream(t, e.UpstreamCUDA(t, testenv.UpstreamCUDATags[0]), fmt.Sprintf("e2e-multi-%d", time.Now().UnixNano()))
+	imgs = append(imgs, spec.Image{Name: "multi", Base: multi, Repos: spec.Repos{Mirror: m}})
+	res, err := Run(ctx, imgs[len(imgs)-1:])
+	if err != nil {
+		t.Fatalf("mirror %s: %v", multi, err)
+	}
+	if d := cmp.Diff([]string{"linux/amd64", "linux/arm64/v8"}, res[0].Platforms); d != "" {
+		t.Errorf("platforms of %s (-want +got):\n%s", multi, d)
+	}
+	// The amd64 image is in the mirror already (from the first tag): only
+	// the arm64 image's blobs travel.
+	if res[0].Uploaded.Blobs != 2 || res[0].Uploaded.Bytes >= first[0].Uploaded.Bytes {
+		t.Errorf("mirroring %s uploaded %+v, want only the arm64 image's config and layer", multi, res[0].Uploaded)
+	}
+	repo, _ := Target(multi, m)
+	idx, err := remote.Index(repo.Digest(res[0].Digest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, _ := idx.IndexManifest()
+	for _, d := range im.Manifests {
+		if _, err := remote.Image(repo.Digest(d.Digest.String())); err != nil {
+			t.Errorf("the mirror lacks the %s manifest %s: %v", d.Platform, d.Digest, err)
+		}
+	}
+
 	again, err := Run(ctx, imgs)
 	if err != nil {
 		t.Fatalf("mirror again: %v", err)
@@ -61,3 +95,34 @@ func TestE2EMirrorUpstream(t *testing.T) {
 		}
 	}
 }
+
+// multiPlatformUpstream pushes, next to fixture on the upstream registry, an
+// OCI index tagged tag holding fixture's linux/amd64 image and a small
+// random linux/arm64 image, and returns its reference.
+func multiPlatformUpstream(t *testing.T, fixture, tag string) string {
+	t.Helper()
+	src := mustRef(t, fixture)
+	amd64, err := remote.Image(src, remote.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm64, err := random.Image(64<<10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := arm64.ConfigFile()
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant = "linux", "arm64", "v8"
+	if arm64, err = mutate.ConfigFile(arm64, cf); err != nil {
+		t.Fatal(err)
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+		mutate.IndexAddendum{Add: amd64, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
+		mutate.IndexAddendum{Add: arm64, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64", Variant: "v8"}}})
+	ref := src.Context().Tag(tag)
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	return ref.String()
+}
+

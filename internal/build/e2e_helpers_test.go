@@ -239,11 +239,10 @@ func (e *e2e) lock(t testing.TB, repo, utilVersion string, core wheelhouse.Spec)
 // the image's entrypoint (the init), network off, and returns the files the
 // script wrote under /out; a failing script fails the test with its output.
 //
-// It does not use a BuildKit RUN step on top of the pushed image: on the
-// buildkitd that built it, while the build's diff/merge layers are cached,
-// BuildKit v0.34.2 can give such a step a root without the base's files
-// (`stat /bin/sh: no such file`) although the image in the registry is
-// complete (docs/build.md, "Known problem").
+// It runs a container rather than a BuildKit RUN step on the pushed image
+// because the check goes through the image's entrypoint (the init as PID
+// 1), which a RUN step does not. (A RUN step on the image, on the buildkitd
+// that built it, is TestE2EDownstreamFromOnTheSameBuilder.)
 func (e *e2e) runIn(t testing.TB, dir, script string) map[string]string {
 	t.Helper()
 	podman, err := exec.LookPath("podman")

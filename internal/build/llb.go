@@ -41,8 +41,10 @@ var platform = ocispecs.Platform{OS: "linux", Architecture: "amd64"}
 const systemPath = VenvPath + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // State returns the image's root filesystem as LLB: the base pinned by
-// digest merged with one diff per planned layer. It reads the init binary
-// (see WithInit) and nothing else; no daemon is contacted.
+// digest with one install step per planned layer run on top of the one
+// before, so that each step's own changes are one layer of the image. It
+// reads the init binary (see WithInit) and nothing else; no daemon is
+// contacted.
 func State(ctx context.Context, l *lock.Lock, opts ...Option) (llb.State, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
@@ -72,9 +74,13 @@ func Definition(ctx context.Context, l *lock.Lock, opts ...Option) (*llb.Definit
 func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 	plan := Plan(l)
 	epoch := strconv.FormatInt(l.SourceDateEpoch, 10)
-	base := llb.Image(plan.Base, llb.Platform(platform), llb.WithCustomName("base "+plan.Base))
-	layers := []llb.State{base}
-	cur := base
+	// The layers are a plain chain of steps, not llb.Diff of each step
+	// merged onto the base (llb.Merge): that exports the same blobs, but
+	// BuildKit indexes each diff record under the chain of the layer it
+	// reuses while its snapshot holds only that layer, and a later pull of
+	// the image on the same buildkitd can take such a record for the whole
+	// root (docs/build.md, "Downstream builds on the builder").
+	cur := llb.Image(plan.Base, llb.Platform(platform), llb.WithCustomName("base "+plan.Base))
 	for _, layer := range plan.Layers {
 		var next llb.State
 		switch layer.Kind {
@@ -106,10 +112,9 @@ func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 		default:
 			return llb.State{}, fmt.Errorf("layer %q: unknown kind %q", layer.Name, layer.Kind)
 		}
-		layers = append(layers, llb.Diff(cur, next, llb.WithCustomName("diff "+layer.Name)))
 		cur = next
 	}
-	return llb.Merge(layers, llb.WithCustomName("merge layers")), nil
+	return cur, nil
 }
 
 // install runs script on top of cur with the network off, the fetched

@@ -165,35 +165,78 @@ func TestDefinitionInstallsOffline(t *testing.T) {
 	}
 }
 
+// chain returns the image's layer ops from the base up: the root op, then
+// down each exec's root mount to the base image source.
+func (g graph) chain(t *testing.T) []digest.Digest {
+	t.Helper()
+	var down []digest.Digest
+	for d := g.root; ; {
+		down = append(down, d)
+		op := g.ops[d]
+		e := op.GetExec()
+		if e == nil {
+			break
+		}
+		var next digest.Digest
+		for _, m := range e.Mounts {
+			if m.Dest == "/" {
+				next = digest.Digest(op.Inputs[m.Input].Digest)
+			}
+		}
+		if next == "" {
+			t.Fatalf("exec %q has no root mount", e.Meta.Args)
+		}
+		d = next
+	}
+	slices.Reverse(down)
+	return down
+}
+
 func TestDefinitionLayers(t *testing.T) {
 	l := unitLock()
 	_, g := marshal(t, l, fakeInit(t))
-	root := g.ops[g.root]
-	merge := root.GetMerge()
-	if merge == nil {
-		t.Fatalf("root op is %T, want a merge of the layers", root.Op)
-	}
+	chain := g.chain(t)
 	// base + system + venv + 3 big + periphery + init
-	if got := len(merge.Inputs); got != 8 {
-		t.Fatalf("merge has %d inputs, want 8", got)
+	if got := len(chain); got != 8 {
+		t.Fatalf("the image's root is a chain of %d ops, want 8 (the base and one step per planned layer)", got)
 	}
-	var diffs int
-	for i, in := range root.Inputs {
-		op := g.ops[digest.Digest(in.Digest)]
-		switch {
-		case i == 0:
-			if op.GetSource() == nil {
-				t.Errorf("merge input 0 is %T, want the base image", op.Op)
-			}
-		default:
-			if op.GetDiff() == nil {
-				t.Errorf("merge input %d is %T, want a diff", i, op.Op)
-			}
-			diffs++
+	if s := g.ops[chain[0]].GetSource(); s == nil || s.Identifier != "docker-image://"+Plan(l).Base {
+		t.Errorf("bottom of the chain is %v, want the base image %s", g.ops[chain[0]].Op, Plan(l).Base)
+	}
+	for i, d := range chain[1:] {
+		if g.ops[d].GetExec() == nil {
+			t.Errorf("layer %d is %T, want an install step", i+1, g.ops[d].Op)
 		}
 	}
-	if diffs != 7 {
-		t.Errorf("%d diff layers, want 7", diffs)
+	// No diff op anywhere, and merges only for the fetched artifacts,
+	// mounted read-only at /mnt: a diff record of BuildKit's is indexed as
+	// the layer it reuses but holds only that layer (docs/build.md).
+	inChain := map[digest.Digest]bool{}
+	for _, d := range chain {
+		inChain[d] = true
+	}
+	for d, op := range g.ops {
+		if op.GetDiff() != nil {
+			t.Errorf("op %s is a diff", d)
+		}
+		if op.GetMerge() == nil {
+			continue
+		}
+		if inChain[d] {
+			t.Errorf("merge op %s is a layer of the image", d)
+		}
+		for _, user := range g.ops {
+			e := user.GetExec()
+			if e == nil {
+				continue
+			}
+			for _, m := range e.Mounts {
+				if m.Input >= 0 && int(m.Input) < len(user.Inputs) && digest.Digest(user.Inputs[m.Input].Digest) == d &&
+					(m.Dest != debDir || !m.Readonly) {
+					t.Errorf("merge op %s is mounted at %s (readonly %v), want only the artifacts read-only at %s", d, m.Dest, m.Readonly, debDir)
+				}
+			}
+		}
 	}
 }
 
@@ -262,7 +305,7 @@ func TestPeripheryChangeKeepsBigLayers(t *testing.T) {
 	}
 	_, og := marshal(t, oldLock, init)
 	_, ng := marshal(t, newLock, init)
-	oin, nin := og.ops[og.root].Inputs, ng.ops[ng.root].Inputs
+	oin, nin := og.chain(t), ng.chain(t)
 	if len(oin) != len(nin) {
 		t.Fatalf("layer count changed: %d -> %d", len(oin), len(nin))
 	}
@@ -270,8 +313,11 @@ func TestPeripheryChangeKeepsBigLayers(t *testing.T) {
 	for _, layer := range Plan(oldLock).Layers {
 		names = append(names, layer.Name)
 	}
+	if len(names) != len(oin) {
+		t.Fatalf("%d planned layers, %d layer ops", len(names), len(oin))
+	}
 	for i, name := range names {
-		same := oin[i].Digest == nin[i].Digest
+		same := oin[i] == nin[i]
 		switch name {
 		case "periphery":
 			if same {

@@ -30,7 +30,7 @@ import (
 func TestE2EBuildKitDiffRecordTakenForPulledRoot(t *testing.T) {
 	e := getE2E(t)
 	ctx := context.Background()
-	base := baseRef(e.base)
+	base := e.base.Pull()
 	repo := e.env.Registry + "/imagectl/test/" + uniq("buildkit-diff")
 	const marker = "imagectl-repro"
 

@@ -125,4 +125,3 @@ func multiPlatformUpstream(t *testing.T, fixture, tag string) string {
 	}
 	return ref.String()
 }
-

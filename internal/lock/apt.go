@@ -26,14 +26,18 @@ func (e *AptError) Error() string {
 	return fmt.Sprintf("apt could not resolve %s:\n%s", strings.Join(e.Packages, " "), strings.TrimSpace(e.Output))
 }
 
-// aptScript updates the package lists from the base's own sources and asks
-// apt for the URIs of everything `apt-get install` would fetch: the closure
-// of pkgs beyond what the base already has.
-func aptScript(pkgs []string) (string, error) {
+// aptScript updates the package lists from the base's own sources, looks
+// for the spec's Python (pythonScript: when the base lacks python3.X, its
+// packages join the list) and asks apt for the URIs of everything
+// `apt-get install` would fetch: the closure beyond what the base already has.
+func aptScript(pkgs []string, python string) (string, error) {
 	for _, p := range pkgs {
 		if !aptArg.MatchString(p) {
 			return "", fmt.Errorf("apt package %q is not a Debian package name (name or name=version)", p)
 		}
+	}
+	if !pythonMinor.MatchString(python) {
+		return "", fmt.Errorf("python %q is not MAJOR.MINOR (e.g. 3.11)", python)
 	}
 	// An empty archive cache: apt prints the URI of every archive it would
 	// fetch, and one already cached in the base would be left out.
@@ -41,32 +45,40 @@ func aptScript(pkgs []string) (string, error) {
 	// file lists, which is MD5Sum for some packages.
 	return `set -u
 mkdir -p /tmp/imagectl-apt/partial
-{ apt-get update -qq && apt-get install -y --no-install-recommends --print-uris -qq \
-    -o Acquire::ForceHash=SHA256 -o Dir::Cache::Archives=/tmp/imagectl-apt ` + strings.Join(pkgs, " ") + ` ; } >/out/apt.txt 2>/out/apt.log
-echo $? >/out/apt.rc
+: >/out/apt.txt
+rc=0
+apt-get update -qq >/out/apt.log 2>&1 || rc=$?
+if [ $rc -eq 0 ]; then
+` + pythonScript(python) + `  set -- ` + strings.Join(pkgs, " ") + ` $extra
+  if [ $# -gt 0 ]; then
+    apt-get install -y --no-install-recommends --print-uris -qq \
+      -o Acquire::ForceHash=SHA256 -o Dir::Cache::Archives=/tmp/imagectl-apt "$@" >/out/apt.txt 2>>/out/apt.log || rc=$?
+  fi
+fi
+echo $rc >/out/apt.rc
 `, nil
 }
 
-func resolveApt(ctx context.Context, r Runner, image string, pkgs []string) ([]Deb, error) {
-	if len(pkgs) == 0 {
-		return []Deb{}, nil
-	}
-	script, err := aptScript(pkgs)
+// resolveApt resolves pkgs and, with them, the spec's Python (python3.X and
+// python3.X-venv from the base's repositories when the base lacks it).
+func resolveApt(ctx context.Context, r Runner, image string, pkgs []string, python string) ([]Deb, pythonProbe, error) {
+	script, err := aptScript(pkgs, python)
 	if err != nil {
-		return nil, err
+		return nil, pythonProbe{}, err
 	}
 	files, err := r.Run(ctx, Job{Name: "apt resolve", Image: image, Script: script})
 	if err != nil {
-		return nil, err
+		return nil, pythonProbe{}, err
 	}
+	probe := parsePythonProbe(files)
 	if rc := strings.TrimSpace(string(files["apt.rc"])); rc != "0" {
-		return nil, &AptError{Packages: pkgs, Output: string(files["apt.log"]) + string(files["apt.txt"])}
+		return nil, probe, &AptError{Packages: append(append([]string{}, pkgs...), probe.install...), Output: string(files["apt.log"]) + string(files["apt.txt"])}
 	}
 	debs, err := parsePrintURIs(files["apt.txt"])
 	if err != nil {
-		return nil, fmt.Errorf("reading apt's answer: %w", err)
+		return nil, probe, fmt.Errorf("reading apt's answer: %w", err)
 	}
-	return debs, nil
+	return debs, probe, nil
 }
 
 // parsePrintURIs reads `apt-get install --print-uris` output, one line per

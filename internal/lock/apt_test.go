@@ -71,12 +71,12 @@ func TestDebFileNameRoundTrips(t *testing.T) {
 
 func TestAptScriptRejectsNonNames(t *testing.T) {
 	for _, p := range []string{"jq;id", "$(id)", "JQ", "-o", "a b", "jq=1.6'"} {
-		if _, err := aptScript([]string{p}); err == nil {
+		if _, err := aptScript([]string{p}, "3.11"); err == nil {
 			t.Errorf("aptScript(%q) = nil error, want a rejection", p)
 		}
 	}
 	for _, p := range []string{"jq", "python3.11", "libstdc++6", "jq=1.6-2.1", "perl-base=1:5.36.0-7+deb12u1", "libc6:amd64"} {
-		if _, err := aptScript([]string{p}); err != nil {
+		if _, err := aptScript([]string{p}, "3.11"); err != nil {
 			t.Errorf("aptScript(%q) = %v, want nil", p, err)
 		}
 	}

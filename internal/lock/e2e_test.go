@@ -221,11 +221,12 @@ func BenchmarkLockDemo(b *testing.B) {
 		b.Fatal(err)
 	}
 	pinned := l.Base.Pull()
-	aptScript, err := aptScript(img.Apt)
+	aptScript, err := aptScript(img.Apt, img.Python)
 	if err != nil {
 		b.Fatal(err)
 	}
-	files, pipScript, err := pipRequest{Requirements: img.Pip, Indexes: l.PipIndexes}.files()
+	req := pipRequest{Requirements: img.Pip, Index: l.PipIndexes[0], Python: img.Python, Resolver: l.Resolver, ResolverURL: l.Resolver.URL}
+	files, pipScript, err := req.files()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func BenchmarkLockDemo(b *testing.B) {
 		if _, err := r.Run(ctx, Job{Name: "apt resolve", Image: pinned, Script: aptScript}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := r.Run(ctx, Job{Name: "pip resolve", Image: pinned, Debs: l.Apt, Files: files, Script: pipScript}); err != nil {
+		if _, err := r.Run(ctx, Job{Name: "pip resolve", Image: pinned, Debs: l.Apt, Files: files, Script: pipScript, Resolver: &l.Resolver}); err != nil {
 			b.Fatal(err)
 		}
 		bare += time.Since(start)

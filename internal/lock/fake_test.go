@@ -6,10 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"path"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -54,8 +58,15 @@ type fakeRunner struct {
 	pipRC   string
 	pipLog  string
 	python  string
+	noPy    bool   // the base has no python and apt offers python3.99 only
 	fileURL string // base URL of the wheel files
 }
+
+var (
+	scriptIndex  = regexp.MustCompile(`INDEX='([^']+)'`)
+	scriptPython = regexp.MustCompile(`PYTHON=([0-9.]+)`)
+	pageLink     = regexp.MustCompile(`href="([^"]+)"`)
+)
 
 func (f *fakeRunner) Run(_ context.Context, j Job) (map[string][]byte, error) {
 	f.mu.Lock()
@@ -67,7 +78,13 @@ func (f *fakeRunner) Run(_ context.Context, j Job) (map[string][]byte, error) {
 		if rc == "" {
 			rc = "0"
 		}
-		return map[string][]byte{"apt.txt": []byte(f.apt), "apt.rc": []byte(rc + "\n"), "apt.log": []byte("E: Unable to locate package nosuch\n")}, nil
+		out := map[string][]byte{"apt.txt": []byte(f.apt), "apt.rc": []byte(rc + "\n"), "apt.log": []byte("E: Unable to locate package nosuch\n")}
+		if f.noPy {
+			out["python.path"], out["python.offers"] = []byte("\n"), []byte("python3.99\n")
+		} else {
+			out["python.path"] = []byte("/usr/bin/python3.11\n")
+		}
+		return out, nil
 	case "apt why":
 		if f.aptShow == "" {
 			return map[string][]byte{"show.rc": []byte("100\n"), "show.log": []byte("E: no records\n")}, nil
@@ -77,18 +94,48 @@ func (f *fakeRunner) Run(_ context.Context, j Job) (map[string][]byte, error) {
 		if f.pipRC != "" && f.pipRC != "0" {
 			return map[string][]byte{"pip.rc": []byte(f.pipRC + "\n"), "pip.log": []byte(f.pipLog)}, nil
 		}
-		return map[string][]byte{"pip.rc": []byte("0\n"), "report.json": f.report()}, nil
+		m, pm := scriptIndex.FindStringSubmatch(j.Script), scriptPython.FindStringSubmatch(j.Script)
+		if m == nil || pm == nil || j.Resolver == nil {
+			return nil, fmt.Errorf("fake runner: the pip job has no INDEX, PYTHON or resolver")
+		}
+		rep, err := f.report(m[1])
+		if err != nil {
+			return nil, err
+		}
+		return map[string][]byte{"pip.rc": []byte("0\n"), "report.json": rep, "python.path": []byte("/usr/bin/python" + pm[1] + "\n")}, nil
 	}
 	return nil, fmt.Errorf("fake runner: unexpected job %q", j.Name)
 }
 
-func (f *fakeRunner) report() []byte {
+// report is what pip would report resolving f.wheels through index (the
+// lock's proxy): each wheel's URL as the index's page links it.
+func (f *fakeRunner) report(index string) ([]byte, error) {
 	type item map[string]any
 	var install []item
 	for _, w := range f.wheels {
+		page := index + w.name + "/"
+		resp, err := http.Get(page)
+		if err != nil {
+			return nil, err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		link := ""
+		for _, m := range pageLink.FindAllStringSubmatch(string(b), -1) {
+			if l, _ := url.PathUnescape(m[1]); strings.Contains(l, w.file()) {
+				link = html.UnescapeString(m[1])
+			}
+		}
+		if resp.StatusCode != 200 || link == "" {
+			return nil, fmt.Errorf("fake pip: %s: HTTP %d, no link to %s", page, resp.StatusCode, w.file())
+		}
+		base, _ := url.Parse(page)
+		ref, _ := url.Parse(link)
+		u := base.ResolveReference(ref)
+		u.Fragment = ""
 		install = append(install, item{
 			"download_info": item{
-				"url":          f.fileURL + "/files/" + w.file(),
+				"url":          u.String(),
 				"archive_info": item{"hash": "sha256=" + w.sha(), "hashes": item{"sha256": w.sha()}},
 			},
 			"is_direct": false,
@@ -101,8 +148,8 @@ func (f *fakeRunner) report() []byte {
 		py = "3.11.2"
 	}
 	b, _ := json.Marshal(item{"version": "1", "pip_version": "23.0.1", "install": install,
-		"environment": item{"python_version": py, "platform_machine": "x86_64", "implementation_name": "cpython"}})
-	return b
+		"environment": item{"python_version": strings.Join(strings.Split(py, ".")[:2], "."), "python_full_version": py, "platform_machine": "x86_64", "implementation_name": "cpython"}})
+	return b, nil
 }
 
 func (f *fakeRunner) job(name string) (Job, bool) {
@@ -116,12 +163,16 @@ func (f *fakeRunner) job(name string) (Job, bool) {
 	return Job{}, false
 }
 
+// fakePip is the resolver wheel every fake index lists.
+var fakePip = fakeWheel{name: "pip", version: "23.0.1"}
+
 // fixture is an in-process registry with a random base image, a file
 // server for the wheels and a fake runner.
 type fixture struct {
 	base   string
 	runner *fakeRunner
 	files  *httptest.Server
+	cache  string
 }
 
 const aptJQ = `'http://deb.example/debian/pool/main/j/jq/jq_1.6-2.1_amd64.deb' jq_1.6-2.1_amd64.deb 64208 SHA256:` + "5f8b5d4e3c2a1b0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f" + `
@@ -134,10 +185,27 @@ func newFixture(t *testing.T) *fixture {
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
 	base := strings.TrimPrefix(reg.URL, "http://") + "/imagectl/debian-base:bookworm"
-	f := &fixture{base: base, runner: &fakeRunner{apt: aptJQ}}
+	f := &fixture{base: base, runner: &fakeRunner{apt: aptJQ}, cache: t.TempDir()}
 	f.pushBase(t)
 	f.files = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, fw := range f.runner.wheels {
+		if !strings.HasPrefix(r.URL.Path, "/files/") && strings.HasSuffix(r.URL.Path, "/") {
+			// A plain PEP 503 page per project, under any index path
+			// (/simple/, /whl/cu124/): the wheels of that name.
+			name := path.Base(r.URL.Path)
+			var links []string
+			for _, fw := range append(f.runner.wheels, fakePip) {
+				if fw.name == name {
+					links = append(links, fmt.Sprintf(`<a href="/files/%s#sha256=%s">%s</a>`, fw.file(), fw.sha(), fw.file()))
+				}
+			}
+			if links == nil {
+				http.NotFound(w, r)
+				return
+			}
+			fmt.Fprintf(w, "<html><body>\n%s\n</body></html>\n", strings.Join(links, "<br>\n"))
+			return
+		}
+		for _, fw := range append(f.runner.wheels, fakePip) {
 			if r.URL.Path == "/files/"+fw.file() {
 				w.Header().Set("Content-Length", fmt.Sprint(len(fw.body())))
 				if r.Method != http.MethodHead {
@@ -190,7 +258,7 @@ func (f *fixture) demo() spec.Image {
 }
 
 func (f *fixture) opts(extra ...Option) []Option {
-	return append([]Option{WithRunner(f.runner), WithSourceDateEpoch(1700000000), WithCatalog(fakeCatalog{})}, extra...)
+	return append([]Option{WithRunner(f.runner), WithSourceDateEpoch(1700000000), WithCatalog(fakeCatalog{}), WithIndexCache(f.cache)}, extra...)
 }
 
 // fakeCatalog passes every request and answers a fixed torch wheel.

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"imagectl/internal/pyindex"
 )
 
 // Option configures Resolve and Upgrade.
@@ -23,6 +25,8 @@ type options struct {
 	packages    []string
 	hostNetwork bool
 	root        string
+	proxyAddr   string
+	indexCache  string
 }
 
 func makeOptions(opts []Option) (*options, error) {
@@ -30,6 +34,8 @@ func makeOptions(opts []Option) (*options, error) {
 		buildkit:   os.Getenv("BUILDKIT_HOST"),
 		httpClient: http.DefaultClient,
 		catalog:    defaultCatalog(),
+		proxyAddr:  "127.0.0.1:0",
+		indexCache: pyindex.DefaultCacheDir(),
 	}
 	if v, ok := os.LookupEnv("SOURCE_DATE_EPOCH"); ok && v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -147,6 +153,29 @@ func WithHostNetwork(on bool) Option {
 func WithRoot(dir string) Option {
 	return func(o *options) error {
 		o.root = dir
+		return nil
+	}
+}
+
+// WithIndexProxyAddr sets where the lock's index proxy listens while pip
+// resolves: pip in the resolution step reaches the indexes only through it.
+// The default is 127.0.0.1:0, which a buildkitd on this machine reaches
+// (its OCI worker runs steps in the host's network); give an address the
+// workers can reach when buildkitd runs elsewhere.
+func WithIndexProxyAddr(addr string) Option {
+	return func(o *options) error {
+		o.proxyAddr = addr
+		return nil
+	}
+}
+
+// WithIndexCache sets the directory where the index proxy caches wheel
+// metadata by the wheel's sha256, so a big wheel on an index without
+// metadata files is read at most once. The default is
+// $XDG_CACHE_HOME/imagectl/pyindex.
+func WithIndexCache(dir string) Option {
+	return func(o *options) error {
+		o.indexCache = dir
 		return nil
 	}
 }

@@ -27,21 +27,38 @@ func (e *PipError) Error() string {
 type pipRequest struct {
 	Requirements []string // spec entries, plus torch when the spec has none
 	Constraints  []string // "name==version" lines
-	Indexes      []string // index URLs, the first is --index-url
+	// Index is the one index pip sees: the lock's routing proxy, which
+	// serves each project from its one upstream index.
+	Index string
+	// Python is the spec's MAJOR.MINOR; the script runs python$Python.
+	Python string
+	// Resolver is the locked pip wheel; ResolverURL is where the step
+	// fetches it (the proxy), checked against Resolver.SHA256.
+	Resolver    Wheel
+	ResolverURL string
 }
 
-// pipScript makes an empty venv (no pip inside, so no python3-venv is
-// needed) and runs the base's pip against its interpreter. pip writes its
-// report; its exit status and output are files, so a failed resolution is
-// reported with pip's own words.
+// pipScript finds the spec's interpreter (python3.X, from the base or the
+// locked debs), makes an empty venv with it (no pip inside) and runs the
+// locked pip wheel from the wheel itself (python pip.whl/pip) in it, so
+// neither the base's pip nor its pip configuration (--isolated) takes
+// part. pip writes its report; its exit status and output are files, so a
+// failed resolution is reported with pip's own words.
 const pipScript = `set -u
-if python3 -m venv --without-pip /tmp/imagectl-venv >/out/venv.log 2>&1; then
-  set -- --python /tmp/imagectl-venv/bin/python
-else
-  set --
+: >/out/pip.log
+if ! py=$(command -v "python$PYTHON"); then
+  echo "python$PYTHON is not on PATH in the base with the locked debs" >/out/pip.log
+  echo 127 >/out/pip.rc
+  exit 0
 fi
-python3 -m pip "$@" install --dry-run --ignore-installed --only-binary=:all: --no-cache-dir \
-  --progress-bar off --report /out/report.json -r /in/requirements.txt ${CONSTRAINTS:-} >/out/pip.log 2>&1
+printf '%s\n' "$py" >/out/python.path
+if ! "$py" -m venv --without-pip /tmp/imagectl-venv >/out/venv.log 2>&1; then
+  { echo "$py -m venv --without-pip failed:"; cat /out/venv.log; } >/out/pip.log
+  echo 1 >/out/pip.rc
+  exit 0
+fi
+/tmp/imagectl-venv/bin/python "/pip/$PIPWHEEL/pip" --isolated install --dry-run --ignore-installed --only-binary=:all: --no-cache-dir \
+  --progress-bar off --index-url "$INDEX" --report /out/report.json -r /in/requirements.txt ${CONSTRAINTS:-} >>/out/pip.log 2>&1
 echo $? >/out/pip.rc
 `
 
@@ -81,29 +98,27 @@ var pipReq = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*`)
 
 func (p pipRequest) files() (map[string][]byte, string, error) {
 	var b strings.Builder
-	for i, ix := range p.Indexes {
-		if strings.ContainsAny(ix, " \n\r\t") {
-			return nil, "", fmt.Errorf("pip index %q contains white space", ix)
-		}
-		if i == 0 {
-			fmt.Fprintf(&b, "--index-url %s\n", ix)
-		} else {
-			fmt.Fprintf(&b, "--extra-index-url %s\n", ix)
-		}
-	}
 	for _, r := range p.Requirements {
 		if !pipReq.MatchString(r) || strings.ContainsAny(r, "\n\r") {
 			return nil, "", fmt.Errorf("pip requirement %q is not a PEP 508 requirement (name[extras] specifier)", r)
 		}
-		b.WriteString(r + "\n")
+		// The name in normal form, as the index proxy serves every name.
+		n := pipReq.FindString(r)
+		b.WriteString(normalize(n) + r[len(n):] + "\n")
+	}
+	if !pythonMinor.MatchString(p.Python) {
+		return nil, "", fmt.Errorf("python %q is not MAJOR.MINOR (e.g. 3.11)", p.Python)
+	}
+	if strings.ContainsAny(p.Index+p.Resolver.Filename, " \n\r\t'\"$`\\") || strings.Contains(p.Resolver.Filename, "/") {
+		return nil, "", fmt.Errorf("index %q or resolver wheel %q has characters the resolution step cannot take", p.Index, p.Resolver.Filename)
 	}
 	files := map[string][]byte{"requirements.txt": []byte(b.String())}
-	script := pipScript
+	script := "PYTHON=" + p.Python + "\nINDEX='" + p.Index + "'\nPIPWHEEL='" + p.Resolver.Filename + "'\n"
 	if len(p.Constraints) > 0 {
 		files["constraints.txt"] = []byte(strings.Join(p.Constraints, "\n") + "\n")
-		script = "CONSTRAINTS='-c /in/constraints.txt'\n" + script
+		script += "CONSTRAINTS='-c /in/constraints.txt'\n"
 	}
-	return files, script, nil
+	return files, script + pipScript, nil
 }
 
 // report is the part of pip's installation report (format version 1) the
@@ -114,6 +129,7 @@ type report struct {
 	Install     []reportItem `json:"install"`
 	Environment struct {
 		PythonVersion      string `json:"python_version"`
+		PythonFullVersion  string `json:"python_full_version"`
 		PlatformMachine    string `json:"platform_machine"`
 		ImplementationName string `json:"implementation_name"`
 	} `json:"environment"`
@@ -139,6 +155,7 @@ type reportItem struct {
 type pipResult struct {
 	Wheels []Wheel
 	Python string // the interpreter's full version, e.g. 3.11.2
+	Path   string // the interpreter the step ran, e.g. /usr/bin/python3.11
 	items  map[string]reportItem
 }
 
@@ -147,7 +164,9 @@ func runPip(ctx context.Context, r Runner, image string, debs []Deb, req pipRequ
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.Run(ctx, Job{Name: "pip resolve", Image: image, Debs: debs, Files: files, Script: script, Netrc: netrc})
+	resolver := req.Resolver
+	resolver.URL = req.ResolverURL
+	out, err := r.Run(ctx, Job{Name: "pip resolve", Image: image, Debs: debs, Files: files, Script: script, Netrc: netrc, Resolver: &resolver})
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +177,7 @@ func runPip(ctx context.Context, r Runner, image string, debs []Deb, req pipRequ
 	if err != nil {
 		return nil, err
 	}
+	res.Path = strings.TrimSpace(string(out["python.path"]))
 	for _, h := range heldBack(out["pip.log"], res.Wheels) {
 		logs.From(ctx).Warn("pip held a package below the newest version it saw: that version did not fit the other requirements (with --upgrade: the frozen core)",
 			"package", h.Name, "locked", h.Locked, "newest_seen", h.Seen)
@@ -173,7 +193,10 @@ func parseReport(b []byte) (*pipResult, error) {
 	if rep.Version != "0" && rep.Version != "1" {
 		return nil, fmt.Errorf("pip's report has format version %q; this imagectl reads 0 and 1", rep.Version)
 	}
-	res := &pipResult{Python: rep.Environment.PythonVersion, items: map[string]reportItem{}}
+	res := &pipResult{Python: rep.Environment.PythonFullVersion, items: map[string]reportItem{}}
+	if res.Python == "" {
+		res.Python = rep.Environment.PythonVersion
+	}
 	for _, it := range rep.Install {
 		name := normalize(it.Metadata.Name)
 		if name == "" || it.Metadata.Version == "" {

@@ -3,7 +3,11 @@ package lock
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -11,26 +15,44 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"imagectl/internal/logs"
+	"imagectl/internal/pyindex"
+	"imagectl/internal/spec"
 	"imagectl/internal/testenv"
 	"imagectl/internal/wheelhouse"
 )
 
-// hostRunner runs a Job's script on this machine with /in, /out and /tmp
-// mapped to temp directories: the real pip, without BuildKit. Debs are not
-// installed.
+// hostRunner runs a Job's script on this machine with /in, /out, /pip and
+// /tmp mapped to temp directories: the real pip wheel and interpreter,
+// without BuildKit. Debs are not installed; the apt step is answered from
+// the host (its python3.X is the base's).
 type hostRunner struct {
 	t      *testing.T
 	python string // directory holding the python3 to use
 }
 
+var aptPython = regexp.MustCompile(`command -v (python[0-9]+\.[0-9]+)`)
+
 func (h hostRunner) Run(ctx context.Context, j Job) (map[string][]byte, error) {
+	if j.Name == "apt resolve" {
+		m := aptPython.FindStringSubmatch(j.Script)
+		if m == nil {
+			return nil, errors.New("host runner: the apt script looks for no python")
+		}
+		py := filepath.Join(h.python, m[1])
+		if _, err := os.Stat(py); err != nil {
+			return map[string][]byte{"apt.rc": []byte("0\n"), "python.offers": []byte("python3.99\n")}, nil
+		}
+		return map[string][]byte{"apt.rc": []byte("0\n"), "python.path": []byte(py + "\n")}, nil
+	}
 	root := h.t.TempDir()
-	in, out, tmp := filepath.Join(root, "in"), filepath.Join(root, "out"), filepath.Join(root, "tmp")
-	for _, d := range []string{in, out, tmp} {
+	in, out, tmp, pip := filepath.Join(root, "in"), filepath.Join(root, "out"), filepath.Join(root, "tmp"), filepath.Join(root, "pip")
+	for _, d := range []string{in, out, tmp, pip} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
@@ -40,7 +62,24 @@ func (h hostRunner) Run(ctx context.Context, j Job) (map[string][]byte, error) {
 			return nil, err
 		}
 	}
-	script := strings.NewReplacer("/in/", in+"/", "/out/", out+"/", "/tmp/", tmp+"/").Replace(j.Script)
+	if w := j.Resolver; w != nil {
+		resp, err := http.Get(w.URL)
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			return nil, fmt.Errorf("host runner: fetching %s: HTTP %d %v", w.URL, resp.StatusCode, err)
+		}
+		if s := sha256.Sum256(b); hex.EncodeToString(s[:]) != w.SHA256 {
+			return nil, fmt.Errorf("host runner: %s: sha256 %x, want %s", w.URL, s, w.SHA256)
+		}
+		if err := os.WriteFile(filepath.Join(pip, w.Filename), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	script := strings.NewReplacer("/in/", in+"/", "/out/", out+"/", "/tmp/", tmp+"/", "/pip/", pip+"/").Replace(j.Script)
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
 	cmd.Env = []string{"HOME=" + tmp, "LC_ALL=C.UTF-8", "PATH=" + h.python + ":/usr/bin:/bin", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1"}
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -58,32 +97,85 @@ func (h hostRunner) Run(ctx context.Context, j Job) (map[string][]byte, error) {
 	return files, err
 }
 
+// hostPipWheel is Debian's pip wheel (python3-pip-whl, which hack/deps.sh
+// installs): the real pip the lock resolves with.
+func hostPipWheel(t *testing.T) string {
+	t.Helper()
+	m, _ := filepath.Glob("/usr/share/python-wheels/pip-*-py3-none-any.whl")
+	if len(m) == 0 {
+		if os.Getenv("IMAGECTL_E2E") == "1" {
+			t.Fatal("no /usr/share/python-wheels/pip-*.whl: run make deps (python3-pip-whl)")
+		}
+		t.Skip("no /usr/share/python-wheels/pip-*.whl (python3-pip-whl)")
+	}
+	return m[len(m)-1]
+}
+
+// withPip adds the host's pip wheel to a wheelhouse index.
+func withPip(t *testing.T, ix testenv.WheelIndex) testenv.WheelIndex {
+	t.Helper()
+	src := hostPipWheel(t)
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(ix.Dir, "files"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ix.Dir, "files", filepath.Base(src)), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wheelhouse.WriteIndex(ix.Dir); err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+// hostMinor is the MAJOR.MINOR of hostPython's python3.
+func hostMinor(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(hostPython, "python3"), "-c", `import sys; print("%d.%d" % sys.version_info[:2])`).Output()
+	if err != nil {
+		t.Skipf("%s/python3: %v", hostPython, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func hostOptions(t *testing.T) *options {
+	return &options{runner: hostRunner{t: t, python: hostPython}, httpClient: http.DefaultClient, proxyAddr: "127.0.0.1:0", indexCache: t.TempDir()}
+}
+
 // TestPipOnHost runs the pip step's script with this machine's Debian
 // python3 and pip (the same pip as the bookworm base) against a local index.
 func TestPipOnHost(t *testing.T) {
-	if err := exec.Command(filepath.Join(hostPython, "python3"), "-m", "pip", "--version").Run(); err != nil {
-		t.Skipf("%s/python3 has no pip: %v", hostPython, err)
-	}
-	ix := testenv.NewWheelIndex(t,
+	ix := withPip(t, testenv.NewWheelIndex(t,
 		wheelhouse.Spec{Name: "demo-core", Version: "1.0.0"},
 		wheelhouse.Spec{Name: "demo_util", Version: "1.1.0", Requires: []string{"demo-core>=1.0"}},
-	)
+	))
 	newer := ix.Publish(t, wheelhouse.Spec{Name: "demo-core", Version: "1.1.0"})
-	r := hostRunner{t: t, python: hostPython}
+	o := hostOptions(t)
+	img := spec.Image{Name: "host", Python: hostMinor(t)}
+	routes := pyindex.Routes{Indexes: []string{ix.URL}}
 	ctx := context.Background()
+	run := func(ctx context.Context, constraints ...string) (*pipResult, Wheel, error) {
+		return resolvePip(ctx, o, img, routes, "host", nil, []string{"demo-util"}, plan{constraints: constraints})
+	}
 
-	res, err := runPip(ctx, r, "host", nil, pipRequest{Requirements: []string{"demo-util"}, Indexes: []string{ix.URL}}, false)
+	res, resolver, err := run(ctx)
 	if err != nil {
-		t.Fatalf("runPip() = %v", err)
+		t.Fatalf("resolvePip() = %v", err)
 	}
 	if len(res.Wheels) != 2 || res.Wheels[0].Name != "demo-core" || res.Wheels[0].Version != "1.1.0" || res.Wheels[1].Name != "demo-util" {
-		t.Fatalf("runPip() wheels = %+v, want demo-core 1.1.0 and demo-util", res.Wheels)
+		t.Fatalf("resolvePip() wheels = %+v, want demo-core 1.1.0 and demo-util", res.Wheels)
 	}
-	if res.Wheels[0].SHA256 != newer.SHA256 || res.Wheels[0].Filename != newer.Filename {
-		t.Errorf("demo-core = %+v, want sha256 %s and file %s from the index", res.Wheels[0], newer.SHA256, newer.Filename)
+	if w := res.Wheels[0]; w.SHA256 != newer.SHA256 || w.Filename != newer.Filename || w.Index != ix.URL || !strings.HasPrefix(w.URL, strings.TrimSuffix(ix.URL, "simple/")+"files/") {
+		t.Errorf("demo-core = %+v, want sha256 %s, file %s, the index %s and its upstream URL (not the proxy's)", w, newer.SHA256, newer.Filename, ix.URL)
 	}
-	if !strings.HasPrefix(res.Python, "3.") {
-		t.Errorf("runPip() python = %q, want 3.x", res.Python)
+	if want := filepath.Base(hostPipWheel(t)); resolver.Filename != want || resolver.Index != ix.URL || len(resolver.SHA256) != 64 {
+		t.Errorf("resolver = %+v, want %s from %s with its sha256", resolver, want, ix.URL)
+	}
+	if !strings.HasPrefix(res.Python, img.Python+".") || res.Path != filepath.Join(hostPython, "python"+img.Python) {
+		t.Errorf("resolvePip() python = %q at %q, want %s.x at %s/python%s", res.Python, res.Path, img.Python, hostPython, img.Python)
 	}
 	if err := fillSizes(ctx, http.DefaultClient, nil, res.Wheels); err != nil || res.Wheels[0].Size != newer.Size {
 		t.Errorf("fillSizes() = %v, size %d, want %d", err, res.Wheels[0].Size, newer.Size)
@@ -93,19 +185,19 @@ func TestPipOnHost(t *testing.T) {
 	}
 
 	// A constraint holds demo-core back.
-	res, err = runPip(ctx, r, "host", nil, pipRequest{Requirements: []string{"demo-util"}, Constraints: []string{"demo-core==1.0.0"}, Indexes: []string{ix.URL}}, false)
+	res, _, err = run(ctx, "demo-core==1.0.0")
 	if err != nil {
-		t.Fatalf("runPip(constraint) = %v", err)
+		t.Fatalf("resolvePip(constraint) = %v", err)
 	}
 	if res.Wheels[0].Version != "1.0.0" {
-		t.Errorf("runPip(constraint demo-core==1.0.0) gave demo-core %s", res.Wheels[0].Version)
+		t.Errorf("resolvePip(constraint demo-core==1.0.0) gave demo-core %s", res.Wheels[0].Version)
 	}
 
 	// A conflict comes back in pip's words.
-	_, err = runPip(ctx, r, "host", nil, pipRequest{Requirements: []string{"demo-util"}, Constraints: []string{"demo-core==0.9"}, Indexes: []string{ix.URL}}, false)
+	_, _, err = run(ctx, "demo-core==0.9")
 	var pe *PipError
 	if !errors.As(err, &pe) || !strings.Contains(pe.Output, "demo-core") {
-		t.Fatalf("runPip(impossible constraint) = %v, want a *PipError with pip's explanation", err)
+		t.Fatalf("resolvePip(impossible constraint) = %v, want a *PipError with pip's explanation", err)
 	}
 	t.Logf("pip said: %s", pe.Output)
 
@@ -113,12 +205,12 @@ func TestPipOnHost(t *testing.T) {
 	ix.Publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.2.0", Requires: []string{"demo-core>=1.1"}})
 	var logbuf bytes.Buffer
 	lctx := logs.With(ctx, slog.New(slog.NewTextHandler(&logbuf, nil)))
-	res, err = runPip(lctx, r, "host", nil, pipRequest{Requirements: []string{"demo-util"}, Constraints: []string{"demo-core==1.0.0"}, Indexes: []string{ix.URL}}, false)
+	res, _, err = run(lctx, "demo-core==1.0.0")
 	if err != nil {
-		t.Fatalf("runPip(held back) = %v", err)
+		t.Fatalf("resolvePip(held back) = %v", err)
 	}
 	if v := res.Wheels[1].Version; v != "1.1.0" {
-		t.Errorf("runPip(held back) gave demo-util %s, want 1.1.0", v)
+		t.Errorf("resolvePip(held back) gave demo-util %s, want 1.1.0", v)
 	}
 	if !strings.Contains(logbuf.String(), "package=demo-util locked=1.1.0 newest_seen=1.2.0") {
 		t.Errorf("log = %q, want a warning that pip held demo-util at 1.1.0 below 1.2.0", logbuf.String())
@@ -157,10 +249,8 @@ func serveTorchIndex(t *testing.T, variant string, specs ...wheelhouse.Spec) (ba
 // from the catalog and the wheel, a newer torch stays out of an upgrade,
 // and a wheel whose cuDNN pin differs from the spec's fails naming both.
 func TestTorchOnHost(t *testing.T) {
-	if err := exec.Command(filepath.Join(hostPython, "python3"), "-m", "pip", "--version").Run(); err != nil {
-		t.Skipf("%s/python3 has no pip: %v", hostPython, err)
-	}
 	ctx := context.Background()
+	pypi := withPip(t, testenv.NewWheelIndex(t))
 	torch := func(version, cudnn string) wheelhouse.Spec {
 		return wheelhouse.Spec{Name: "torch", Version: version, Requires: []string{
 			`nvidia-nccl-cu12==2.21.5; platform_system == "Linux" and platform_machine == "x86_64"`,
@@ -170,10 +260,11 @@ func TestTorchOnHost(t *testing.T) {
 	libs := []wheelhouse.Spec{{Name: "nvidia-nccl-cu12", Version: "2.21.5"}, {Name: "nvidia-cudnn-cu12", Version: "9.1.0.70"}, {Name: "nvidia-cudnn-cu12", Version: "9.5.1.17"}}
 	f := newFixture(t)
 	img := f.demo()
-	img.Apt, img.Frozen, img.PipIndexes = nil, nil, nil
+	img.Apt, img.Frozen, img.PipIndexes = nil, nil, []string{pypi.URL}
+	img.Python = hostMinor(t)
 	img.Pip = []string{"torch"}
 	img.CUDA, img.Torch, img.NCCL, img.CUDNN, img.DriverFloor = "12.4", "2.6.0", "2.21.5", "9.1.0.70", "525.60.13"
-	opts := []Option{WithRunner(hostRunner{t: t, python: hostPython}), WithSourceDateEpoch(0)}
+	opts := []Option{WithRunner(hostRunner{t: t, python: hostPython}), WithSourceDateEpoch(0), WithIndexCache(t.TempDir())}
 
 	base, ix := serveTorchIndex(t, "cu124", append(libs, torch("2.6.0+cu124", "9.1.0.70"))...)
 	img.TorchIndex = base
@@ -187,8 +278,17 @@ func TestTorchOnHost(t *testing.T) {
 	if got := version(old, "nvidia-cudnn-cu12"); got != "9.1.0.70" {
 		t.Errorf("locked nvidia-cudnn-cu12 %s, want the wheel's pin 9.1.0.70", got)
 	}
-	if want := base + "whl/cu124"; len(old.PipIndexes) != 1 || old.PipIndexes[0] != want {
-		t.Errorf("pip indexes = %q, want [%q]", old.PipIndexes, want)
+	if want := []string{base + "whl/cu124", pypi.URL}; !slices.Equal(old.PipIndexes, want) {
+		t.Errorf("pip indexes = %q, want %q", old.PipIndexes, want)
+	}
+	if w, _ := wheel(old, "nvidia-nccl-cu12"); w.Index != base+"whl/cu124" {
+		t.Errorf("nvidia-nccl-cu12 index = %q, want the torch index", w.Index)
+	}
+	if old.Resolver.Name != "pip" || old.Resolver.Index != pypi.URL || old.Resolver.Size <= 0 {
+		t.Errorf("resolver = %+v, want pip from %s with its size", old.Resolver, pypi.URL)
+	}
+	if old.Python.Provider != "base" || old.Python.Path != filepath.Join(hostPython, "python"+img.Python) {
+		t.Errorf("python = %+v, want the base's python%s", old.Python, img.Python)
 	}
 
 	ix.Publish(t, torch("2.7.0+cu124", "9.1.0.70"))

@@ -12,6 +12,7 @@ import (
 
 	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
+	"imagectl/internal/pyindex"
 	"imagectl/internal/spec"
 )
 
@@ -32,10 +33,12 @@ func Resolve(ctx context.Context, img spec.Image, opts ...Option) (*Lock, error)
 
 // plan is what an upgrade holds still.
 type plan struct {
-	constraints []string // "name==version" for pip
-	keepApt     []Deb    // non-nil: reuse this apt closure
-	keepBase    *Base    // non-nil: reuse this base (and keepEpoch)
-	keepEpoch   int64
+	constraints  []string // "name==version" for pip
+	keepApt      []Deb    // non-nil: reuse this apt closure
+	keepBase     *Base    // non-nil: reuse this base (and keepEpoch)
+	keepEpoch    int64
+	keepPython   *Python // with keepApt: the Python it provides
+	keepResolver *Wheel  // non-nil: resolve and install with this pip
 }
 
 func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *pipResult, error) {
@@ -51,12 +54,22 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 	if err != nil {
 		return nil, nil, err
 	}
-	indexes := append([]string(nil), img.PipIndexes...)
+	if !pythonMinor.MatchString(img.Python) {
+		return nil, nil, fmt.Errorf("image %s: python %q is not MAJOR.MINOR (e.g. 3.11)", img.Name, img.Python)
+	}
+	routes := pyindex.Routes{Indexes: append([]string(nil), img.PipIndexes...)}
 	if img.Torch != "" {
 		ix, err := torchIndex(img, cres.Wheel)
 		if err != nil {
 			return nil, nil, err
 		}
+		routes.Torch = ix
+	}
+	var indexes []string
+	if routes.Torch != "" {
+		indexes = append(indexes, routes.Torch)
+	}
+	for _, ix := range routes.Indexes {
 		if !slices.Contains(indexes, ix) {
 			indexes = append(indexes, ix)
 		}
@@ -83,37 +96,57 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 	pinned := base.Pull()
 	log.Info("base resolved", "image", img.Name, "base", pinned)
 
-	debs := p.keepApt
+	debs, py := p.keepApt, Python{}
+	if p.keepPython != nil {
+		py = *p.keepPython
+	}
 	if debs == nil {
-		debs, err = resolveApt(ctx, o.runner, pinned, img.Apt)
+		var probe pythonProbe
+		debs, probe, err = resolveApt(ctx, o.runner, pinned, img.Apt, img.Python)
 		if err != nil {
 			return nil, nil, fmt.Errorf("image %s: %w", img.Name, err)
 		}
+		switch {
+		case probe.path != "":
+			py = Python{Path: probe.path, Provider: "base"}
+		case len(probe.install) > 0:
+			py = Python{Provider: "apt"}
+		default:
+			return nil, nil, &PythonError{Image: img.Name, Base: img.Base, Want: img.Python, Offered: probe.offered}
+		}
 	}
-	log.Info("apt resolved", "image", img.Name, "debs", len(debs))
+	log.Info("apt resolved", "image", img.Name, "debs", len(debs), "python", py.Provider)
 
 	reqs := append([]string(nil), img.Pip...)
 	if img.Torch != "" && !slices.ContainsFunc(reqs, func(r string) bool { return reqName(r) == "torch" }) {
 		reqs = append(reqs, "torch=="+img.Torch)
 	}
 	res := &pipResult{Wheels: []Wheel{}, items: map[string]reportItem{}}
+	var resolver Wheel
 	if len(reqs) > 0 {
-		res, err = runPip(ctx, o.runner, pinned, debs, pipRequest{Requirements: reqs, Constraints: p.constraints, Indexes: indexes}, o.netrc != nil)
+		res, resolver, err = resolvePip(ctx, o, img, routes, pinned, debs, reqs, p)
 		if err != nil {
-			return nil, nil, fmt.Errorf("image %s: %w", img.Name, err)
+			return nil, nil, err
 		}
 		if res.Python != img.Python && !strings.HasPrefix(res.Python, img.Python+".") {
-			return nil, nil, fmt.Errorf("image %s: the base's python3 is %s, the spec asks python %s", img.Name, res.Python, img.Python)
+			return nil, nil, fmt.Errorf("image %s: python%s in the base is %s, the spec asks python %s", img.Name, img.Python, res.Python, img.Python)
 		}
+		if py.Path != "" && res.Path != py.Path {
+			return nil, nil, fmt.Errorf("image %s: the apt step found python%s at %s, the pip step at %s", img.Name, img.Python, py.Path, res.Path)
+		}
+		py.Path, py.Version = res.Path, res.Python
 		if err := checkTorch(img, core, res); err != nil {
 			return nil, nil, err
 		}
 		if core.Torch != "" {
 			core.Torch = res.items["torch"].Metadata.Version
 		}
-		if err := fillSizes(ctx, o.httpClient, o.netrc, res.Wheels); err != nil {
+		sized := append(append(make([]Wheel, 0, len(res.Wheels)+1), res.Wheels...), resolver)
+		if err := fillSizes(ctx, o.httpClient, o.netrc, sized); err != nil {
 			return nil, nil, fmt.Errorf("image %s: %w", img.Name, err)
 		}
+		copy(res.Wheels, sized)
+		resolver = sized[len(sized)-1]
 	}
 	log.Info("pip resolved", "image", img.Name, "wheels", len(res.Wheels))
 	if err := checkForbidden(ctx, o.runner, img, pinned, debs, res); err != nil {
@@ -143,6 +176,8 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 		Core:            core,
 		Frozen:          frozen,
 		Base:            base,
+		Python:          py,
+		Resolver:        resolver,
 		Apt:             append([]Deb{}, debs...),
 		Pip:             res.Wheels,
 		PipIndexes:      indexes,

@@ -84,8 +84,18 @@ func TestResolveDemo(t *testing.T) {
 	if d := cmp.Diff(l.Apt, pj.Debs); d != "" {
 		t.Errorf("pip job debs differ from the locked apt closure (-lock +job):\n%s", d)
 	}
-	if got, want := string(pj.Files["requirements.txt"]), "--index-url "+f.files.URL+"/simple/\ndemo-core==1.0.0\ndemo-util\n"; got != want {
+	if got, want := string(pj.Files["requirements.txt"]), "demo-core==1.0.0\ndemo-util\n"; got != want {
 		t.Errorf("requirements.txt = %q, want %q", got, want)
+	}
+	// pip saw one index, the lock's proxy on loopback, and ran the locked pip.
+	if m := scriptIndex.FindStringSubmatch(pj.Script); m == nil || !strings.HasPrefix(m[1], "http://127.0.0.1:") || strings.Contains(pj.Script, f.files.URL) {
+		t.Errorf("pip job script names index %v, want only the loopback proxy:\n%s", m, pj.Script)
+	}
+	if pj.Resolver == nil || pj.Resolver.SHA256 != fakePip.sha() || l.Resolver.URL != f.files.URL+"/files/"+fakePip.file() || l.Resolver.Size != int64(len(fakePip.body())) {
+		t.Errorf("resolver in job %+v, in lock %+v: want pip 23.0.1 by sha256, its upstream URL and size in the lock", pj.Resolver, l.Resolver)
+	}
+	if l.Python != (Python{Version: "3.11.2", Path: "/usr/bin/python3.11", Provider: "base"}) {
+		t.Errorf("lock python = %+v", l.Python)
 	}
 }
 
@@ -153,11 +163,18 @@ func TestResolveErrors(t *testing.T) {
 		},
 		want: "carries credentials",
 	}, {
+		name: "base without the python and whose repositories do not offer it",
+		setup: func(f *fixture, _ *spatch) {
+			f.runner.noPy = true
+		},
+		want: "has no python3.11 and its apt repositories offer python3.99; the spec asks python 3.11",
+		is:   func(err error) bool { var e *PythonError; return errors.As(err, &e) && e.Want == "3.11" },
+	}, {
 		name: "python minor differs from the base's",
 		setup: func(f *fixture, _ *spatch) {
 			f.runner.python = "3.12.1"
 		},
-		want: "the base's python3 is 3.12.1, the spec asks python 3.11",
+		want: "python3.11 in the base is 3.12.1, the spec asks python 3.11",
 	}, {
 		name: "shell metacharacters in an apt name",
 		setup: func(_ *fixture, s *spatch) {
@@ -248,7 +265,7 @@ func TestResolveTorchPins(t *testing.T) {
 			img := f.demo()
 			img.Pip, img.Frozen = nil, nil
 			img.CUDA, img.Torch, img.NCCL, img.CUDNN, img.DriverFloor = "12.4", "2.6.0", "2.21.5", "9.1.0.70", "525.60.13"
-			img.TorchIndex = "https://torch.example/"
+			img.TorchIndex = f.files.URL + "/"
 			l, err := Resolve(context.Background(), img, f.opts()...)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -265,8 +282,16 @@ func TestResolveTorchPins(t *testing.T) {
 				t.Errorf("Resolve() core mismatch (-want +got):\n%s", d)
 			}
 			pj, _ := f.runner.job("pip resolve")
-			if got := string(pj.Files["requirements.txt"]); !strings.Contains(got, "--extra-index-url https://torch.example/whl/cu124\n") || !strings.HasSuffix(got, "torch==2.6.0\n") {
-				t.Errorf("requirements.txt = %q, want the variant's index and torch==2.6.0", got)
+			if got := string(pj.Files["requirements.txt"]); !strings.HasSuffix(got, "torch==2.6.0\n") {
+				t.Errorf("requirements.txt = %q, want torch==2.6.0", got)
+			}
+			for _, w := range l.Pip {
+				if w.Index != f.files.URL+"/whl/cu124" {
+					t.Errorf("%s came from %q, want the torch variant's index", w.Name, w.Index)
+				}
+			}
+			if want := []string{f.files.URL + "/whl/cu124", f.files.URL + "/simple/"}; !cmp.Equal(l.PipIndexes, want) {
+				t.Errorf("pip indexes = %q, want %q", l.PipIndexes, want)
 			}
 			if l.Runtime.Image.Torch != "2.6.0+cu124" || l.Runtime.DriverFloor != "525.60.13" {
 				t.Errorf("runtime facts = %+v, floor %q; want torch and the floor from the core", l.Runtime.Image, l.Runtime.DriverFloor)
@@ -287,15 +312,17 @@ func TestResolveCredentialsStayOut(t *testing.T) {
 			http.Error(w, "auth", http.StatusUnauthorized)
 			return
 		}
-		authed++
+		if r.Method == http.MethodHead {
+			authed++
+		}
 		inner.ServeHTTP(w, r)
 	})
 	l, err := Resolve(context.Background(), f.demo(), f.opts(WithNetrc(netrc))...)
 	if err != nil {
 		t.Fatalf("Resolve(with netrc) = %v", err)
 	}
-	if authed != len(l.Pip) {
-		t.Errorf("%d authenticated HEAD requests, want %d", authed, len(l.Pip))
+	if authed != len(l.Pip)+1 {
+		t.Errorf("%d authenticated HEAD requests, want %d (the wheels and the resolver)", authed, len(l.Pip)+1)
 	}
 	b, _ := Marshal(l)
 	pj, _ := f.runner.job("pip resolve")

@@ -38,6 +38,9 @@ type Job struct {
 	Script string
 	// Netrc mounts the index credentials (a secret) at /root/.netrc.
 	Netrc bool
+	// Resolver, when set, is fetched by URL, checked by sha256 and mounted
+	// read-only at /pip/FILENAME: the pip wheel the script runs.
+	Resolver *Wheel
 }
 
 // Runner runs a Job and returns the files it wrote under /out, by path
@@ -110,6 +113,11 @@ func (j Job) Definition(ctx context.Context, hostNetwork bool) (*llb.Definition,
 		llb.IgnoreCache,
 		llb.WithCustomName(j.Name),
 	}, env...)
+	if w := j.Resolver; w != nil {
+		src := llb.HTTP(w.URL, llb.Checksum(digest.Digest("sha256:"+w.SHA256)), llb.Filename(w.Filename),
+			llb.WithCustomNamef("%s: fetch %s %s", j.Name, w.Name, w.Version))
+		opts = append(opts, llb.AddMount("/pip", src, llb.Readonly))
+	}
 	if j.Netrc {
 		opts = append(opts, llb.AddSecret("/root/.netrc", llb.SecretID(netrcSecret), llb.SecretOptional))
 	}

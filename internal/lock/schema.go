@@ -10,7 +10,7 @@ import (
 
 // SchemaVersion is the version of the lock file format this package writes
 // and the only one it reads.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // FileName is the lock's name inside images/<image>/.
 const FileName = "lock.json"
@@ -32,11 +32,19 @@ type Lock struct {
 	// Frozen are further package names --upgrade must not move (from the spec).
 	Frozen []string `json:"frozen,omitempty"`
 	Base   Base     `json:"base"`
+	// Python is the image's interpreter: lock, build and verify run it by
+	// this path, never a python3 found on PATH.
+	Python Python `json:"python"`
+	// Resolver is the pip wheel that resolved the closure and that the
+	// build installs with (run from the wheel itself), never the base's pip.
+	Resolver Wheel `json:"resolver"`
 	// Apt is the full .deb closure installed on top of the base.
 	Apt []Deb `json:"apt"`
 	// Pip is the full wheel closure, installed with --no-deps.
 	Pip []Wheel `json:"pip"`
-	// PipIndexes are the index URLs resolution used, without credentials.
+	// PipIndexes are the index URLs resolution used, without credentials:
+	// the torch variant's index first (when the image has torch), then the
+	// spec's. Each wheel records the one it came from.
 	PipIndexes []string          `json:"pip_indexes,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
@@ -107,4 +115,18 @@ type Wheel struct {
 	URL      string `json:"url"`
 	SHA256   string `json:"sha256"`
 	Size     int64  `json:"size"`
+	// Index is the index the wheel was resolved from (see PipIndexes).
+	Index string `json:"index,omitempty"`
+}
+
+// Python is the interpreter of an image.
+type Python struct {
+	// Version is the interpreter's full version, e.g. "3.11.2".
+	Version string `json:"version"`
+	// Path is the interpreter, e.g. "/usr/bin/python3.11".
+	Path string `json:"path"`
+	// Provider is "base" when the base has the interpreter, "apt" when the
+	// lock installs it (python3.X and python3.X-venv, in Apt) from the
+	// base's own apt repositories.
+	Provider string `json:"provider"`
 }

@@ -93,6 +93,13 @@ func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*L
 		p.keepApt = append([]Deb{}, old.Apt...)
 		b := old.Base
 		p.keepBase, p.keepEpoch = &b, old.SourceDateEpoch
+		py := old.Python
+		p.keepPython = &py
+	}
+	if old.Resolver.SHA256 != "" {
+		// The resolver installs every layer: moving it would rebuild them all.
+		r := old.Resolver
+		p.keepResolver = &r
 	}
 	l, res, err := resolve(ctx, img, o, p)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 )
@@ -36,6 +37,9 @@ type Spec struct {
 	// PayloadBytes is the size of a data file of incompressible pseudo-random
 	// bytes in the package, derived from Name and Version only.
 	PayloadBytes int64 `json:"payloadBytes,omitempty"`
+	// Files are further files of the wheel by path ("torch/cuda/__init__.py");
+	// one named MODULE/__init__.py replaces the generated one.
+	Files map[string]string `json:"files,omitempty"`
 }
 
 // Tag is the only wheel tag this package makes.
@@ -69,6 +73,11 @@ func (s Spec) validate() error {
 	}
 	if s.PayloadBytes < 0 {
 		return fmt.Errorf("wheel spec %s: negative payloadBytes %d", s.Name, s.PayloadBytes)
+	}
+	for p := range s.Files {
+		if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "..") || strings.Contains(p, ".dist-info/") {
+			return fmt.Errorf("wheel spec %s: invalid file path %q", s.Name, p)
+		}
 	}
 	for _, r := range s.Requires {
 		if strings.ContainsAny(r, "\n\r") || strings.TrimSpace(r) == "" {
@@ -136,8 +145,23 @@ func Build(w io.Writer, s Spec) error {
 	if s.PayloadBytes > 0 {
 		init += "import os\nPAYLOAD = os.path.join(os.path.dirname(__file__), \"payload.bin\")\n"
 	}
+	if v, ok := s.Files[mod+"/__init__.py"]; ok {
+		init = v
+	}
 	if err := add(mod+"/__init__.py", zip.Deflate, bytesOf([]byte(init))); err != nil {
 		return err
+	}
+	extra := make([]string, 0, len(s.Files))
+	for p := range s.Files {
+		if p != mod+"/__init__.py" {
+			extra = append(extra, p)
+		}
+	}
+	sort.Strings(extra)
+	for _, p := range extra {
+		if err := add(p, zip.Deflate, bytesOf([]byte(s.Files[p]))); err != nil {
+			return err
+		}
 	}
 	if s.PayloadBytes > 0 {
 		if err := add(mod+"/payload.bin", zip.Store, func(w io.Writer) error {

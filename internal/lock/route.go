@@ -1,0 +1,104 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"imagectl/internal/logs"
+	"imagectl/internal/pyindex"
+	"imagectl/internal/spec"
+)
+
+// minPip is the oldest pip the lock resolves with: 22.2 added
+// `install --dry-run --report`.
+const minPip = "22.2"
+
+// resolvePip resolves reqs with the locked pip behind a routing proxy
+// (internal/pyindex) that imagectl serves on loopback for the duration of
+// the step: pip sees one index, on which each project comes from exactly
+// one upstream index (torch's own projects from the torch variant's index,
+// every other from the first of the spec's pip_indexes that has it), and
+// every wheel has PEP 658 metadata, so pip never downloads a wheel to read
+// its dependencies. The report's URLs are mapped back to the upstream ones;
+// each wheel records its index.
+func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.Routes, image string, debs []Deb, reqs []string, p plan) (*pipResult, Wheel, error) {
+	log := logs.From(ctx)
+	creds := parseNetrc(o.netrc)
+	proxy, err := pyindex.Start(routes,
+		pyindex.WithAddr(o.proxyAddr), pyindex.WithHTTPClient(o.httpClient), pyindex.WithCacheDir(o.indexCache),
+		pyindex.WithAuth(func(r *http.Request) {
+			if c, ok := creds[r.URL.Hostname()]; ok {
+				r.SetBasicAuth(c[0], c[1])
+			}
+		}))
+	if err != nil {
+		return nil, Wheel{}, fmt.Errorf("image %s: %w", img.Name, err)
+	}
+	defer proxy.Close()
+
+	resolver, rf, err := pickResolver(ctx, proxy, img, p.keepResolver)
+	if err != nil {
+		return nil, Wheel{}, err
+	}
+	log.Info("resolver", "image", img.Name, "pip", resolver.Version, "index", resolver.Index)
+	res, err := runPip(ctx, o.runner, image, debs, pipRequest{
+		Requirements: reqs, Constraints: p.constraints, Index: proxy.URL(), Python: img.Python,
+		Resolver: resolver, ResolverURL: proxy.FileURL(rf),
+	}, o.netrc != nil)
+	st := proxy.Stats()
+	log.Info("index traffic", "image", img.Name, "bytes", st.Total(), "pages", st.Pages, "metadata_files", st.MetadataFiles,
+		"range_reads", st.RangeReads, "range_bytes", st.RangeBytes, "downloads", st.Downloads, "download_bytes", st.DownloadBytes, "cache_hits", st.CacheHits)
+	if err != nil {
+		var pe *PipError
+		if errs := proxy.Errors(); errors.As(err, &pe) && len(errs) > 0 {
+			var b strings.Builder
+			for _, e := range errs {
+				b.WriteString("\n  " + redact(e.Error()))
+			}
+			pe.Output += "\nthe index proxy could not answer pip:" + b.String()
+		}
+		return nil, Wheel{}, fmt.Errorf("image %s: %w", img.Name, err)
+	}
+	for i, w := range res.Wheels {
+		s, ok := proxy.Lookup(w.URL)
+		if !ok {
+			return nil, Wheel{}, fmt.Errorf("image %s: pip resolved %s %s from %s, a file the routing proxy never listed", img.Name, w.Name, w.Version, w.URL)
+		}
+		if s.SHA256 != "" && s.SHA256 != w.SHA256 {
+			return nil, Wheel{}, fmt.Errorf("image %s: %s: pip reports sha256 %s, the index %s lists %s", img.Name, s.Filename, w.SHA256, redact(s.Index), s.SHA256)
+		}
+		w.URL, w.Index = s.URL, s.Index
+		res.Wheels[i] = w
+	}
+	return res, resolver, nil
+}
+
+// pickResolver chooses the pip wheel: keep when an upgrade holds it (it
+// must still be listed), else the newest pure-Python pip >= 22.2 for the
+// image's Python on the index that routes "pip".
+func pickResolver(ctx context.Context, proxy *pyindex.Proxy, img spec.Image, keep *Wheel) (Wheel, pyindex.File, error) {
+	ix, files, err := proxy.Project(ctx, "pip")
+	if err != nil {
+		return Wheel{}, pyindex.File{}, fmt.Errorf("image %s: finding the pip wheel that resolves and installs: %w", img.Name, err)
+	}
+	var f pyindex.File
+	if keep != nil {
+		found := false
+		for _, c := range files {
+			if c.SHA256 == keep.SHA256 && c.Filename == keep.Filename {
+				f, found = c, true
+				break
+			}
+		}
+		if !found {
+			return Wheel{}, pyindex.File{}, fmt.Errorf("image %s: the locked resolver %s (sha256 %s) is no longer listed by %s", img.Name, keep.Filename, keep.SHA256, redact(ix))
+		}
+	} else if f, err = pyindex.NewestPure(files, "pip", img.Python, minPip); err != nil {
+		return Wheel{}, pyindex.File{}, fmt.Errorf("image %s: %s: %w", img.Name, redact(ix), err)
+	}
+	w, _ := pyindex.ParseWheelName(f.Filename)
+	return Wheel{Name: "pip", Version: w.Version, Filename: f.Filename, URL: f.URL, SHA256: f.SHA256, Index: ix}, f, nil
+}

@@ -1,0 +1,344 @@
+package pyindex
+
+import (
+	"archive/zip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/singleflight"
+
+	"imagectl/internal/atomicfile"
+)
+
+// Stats counts what a Proxy fetched from the upstream indexes.
+type Stats struct {
+	// Pages and PageBytes are the project pages read.
+	Pages, PageBytes int64
+	// MetadataFiles and MetadataBytes are PEP 658 metadata files read.
+	MetadataFiles, MetadataBytes int64
+	// RangeReads and RangeBytes are the HTTP range requests that read a
+	// wheel's zip directory and METADATA (index without metadata files).
+	RangeReads, RangeBytes int64
+	// Downloads and DownloadBytes are whole wheels read: for metadata from
+	// a server without range requests, and for files pip itself fetched.
+	Downloads, DownloadBytes int64
+	// CacheHits are metadata answers served from the cache directory.
+	CacheHits int64
+}
+
+// Total is every byte fetched from upstream.
+func (s Stats) Total() int64 { return s.PageBytes + s.MetadataBytes + s.RangeBytes + s.DownloadBytes }
+
+type counters struct {
+	pages, pageBytes, metaFiles, metaBytes, ranges, rangeBytes, downloads, downloadBytes, hits atomic.Int64
+}
+
+func (c *counters) snapshot() Stats {
+	return Stats{
+		Pages: c.pages.Load(), PageBytes: c.pageBytes.Load(),
+		MetadataFiles: c.metaFiles.Load(), MetadataBytes: c.metaBytes.Load(),
+		RangeReads: c.ranges.Load(), RangeBytes: c.rangeBytes.Load(),
+		Downloads: c.downloads.Load(), DownloadBytes: c.downloadBytes.Load(),
+		CacheHits: c.hits.Load(),
+	}
+}
+
+// client reads upstream indexes with credentials and counts bytes.
+type client struct {
+	http     *http.Client
+	auth     func(*http.Request)
+	cacheDir string
+	n        counters
+	flight   singleflight.Group
+}
+
+func (c *client) do(req *http.Request) (*http.Response, error) {
+	if c.auth != nil {
+		c.auth(req)
+	}
+	return c.http.Do(req)
+}
+
+// metadata returns the core metadata (the wheel's .dist-info/METADATA) of
+// f, a wheel: from the cache, keyed by the wheel's sha256; else the index's
+// own metadata file; else by range requests on the wheel; else by reading
+// the whole wheel once (its sha256 checked).
+func (c *client) metadata(ctx context.Context, f File) ([]byte, error) {
+	if !isHex(f.SHA256, 64) {
+		return nil, fmt.Errorf("%s: the index gives no sha256, so its metadata cannot be cached or checked", f.Filename)
+	}
+	path := filepath.Join(c.cacheDir, "metadata", f.SHA256+".metadata")
+	if b, err := os.ReadFile(path); err == nil {
+		c.n.hits.Add(1)
+		return b, nil
+	}
+	v, err, _ := c.flight.Do(f.SHA256, func() (any, error) {
+		if b, err := os.ReadFile(path); err == nil {
+			c.n.hits.Add(1)
+			return b, nil
+		}
+		b, err := c.fetchMetadata(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if err := atomicfile.Write(path, b, 0o644); err != nil {
+			return nil, fmt.Errorf("caching the metadata of %s: %w", f.Filename, err)
+		}
+		return b, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+func (c *client) fetchMetadata(ctx context.Context, f File) ([]byte, error) {
+	if f.Metadata {
+		b, err := c.get(ctx, f.URL+".metadata", &c.n.metaFiles, &c.n.metaBytes)
+		switch {
+		case err == nil:
+			if f.MetadataSHA256 != "" {
+				if s := sha256.Sum256(b); hex.EncodeToString(s[:]) != f.MetadataSHA256 {
+					return nil, fmt.Errorf("%s.metadata: sha256 %x, the index says %s", f.Filename, s, f.MetadataSHA256)
+				}
+			}
+			return b, nil
+		case !errors.Is(err, ErrNotFound):
+			return nil, err
+		}
+	}
+	return c.wheelMetadata(ctx, f)
+}
+
+// get reads a small file.
+func (c *client) get(ctx context.Context, u string, n, bytes *atomic.Int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", redactURL(u), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, fmt.Errorf("%s: %w", redactURL(u), ErrNotFound)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetching %s: HTTP %d", redactURL(u), resp.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	n.Add(1)
+	bytes.Add(int64(len(b)))
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", redactURL(u), err)
+	}
+	return b, nil
+}
+
+// blockSize is the unit of range requests: the first one reads the last
+// block (the zip's end record and, for most wheels, the whole central
+// directory); METADATA then takes one more.
+const blockSize = 1 << 20
+
+var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+)$`)
+
+// wheelMetadata reads METADATA out of the wheel at f.URL. It asks for the
+// wheel's last block; a server that answers 206 is read by ranges, one that
+// answers 200 (no range support: a plain static server) is read whole, once,
+// into a temporary file whose sha256 must be the index's.
+func (c *client) wheelMetadata(ctx context.Context, f File) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=-%d", blockSize))
+	resp, err := c.do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", redactURL(f.URL), err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusPartialContent:
+		m := contentRange.FindStringSubmatch(resp.Header.Get("Content-Range"))
+		if m == nil {
+			return nil, fmt.Errorf("fetching %s: unreadable Content-Range %q", redactURL(f.URL), resp.Header.Get("Content-Range"))
+		}
+		start, _ := strconv.ParseInt(m[1], 10, 64)
+		total, _ := strconv.ParseInt(m[3], 10, 64)
+		tail, err := io.ReadAll(io.LimitReader(resp.Body, blockSize+1))
+		c.n.ranges.Add(1)
+		c.n.rangeBytes.Add(int64(len(tail)))
+		if err != nil {
+			return nil, fmt.Errorf("fetching %s: %w", redactURL(f.URL), err)
+		}
+		if start+int64(len(tail)) != total {
+			return nil, fmt.Errorf("fetching %s: the last block is %d bytes at %d of %d", redactURL(f.URL), len(tail), start, total)
+		}
+		ra := &rangeReader{ctx: ctx, c: c, url: f.URL, size: total, tailOff: start, tail: tail, blocks: map[int64][]byte{}}
+		return metadataFromZip(ra, total, f.Filename)
+	case http.StatusOK:
+		return c.downloadMetadata(resp.Body, f)
+	case http.StatusNotFound:
+		return nil, fmt.Errorf("%s: %w", redactURL(f.URL), ErrNotFound)
+	default:
+		return nil, fmt.Errorf("fetching %s: HTTP %d", redactURL(f.URL), resp.StatusCode)
+	}
+}
+
+func (c *client) downloadMetadata(body io.Reader, f File) ([]byte, error) {
+	dir := filepath.Join(c.cacheDir, "tmp")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(dir, "wheel-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), body)
+	c.n.downloads.Add(1)
+	c.n.downloadBytes.Add(n)
+	if err != nil {
+		return nil, fmt.Errorf("downloading %s: %w", redactURL(f.URL), err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
+		return nil, fmt.Errorf("downloading %s: sha256 %s, the index says %s", redactURL(f.URL), got, f.SHA256)
+	}
+	return metadataFromZip(tmp, n, f.Filename)
+}
+
+// metadataFromZip finds the wheel's top-level NAME-VERSION.dist-info/METADATA.
+func metadataFromZip(r io.ReaderAt, size int64, filename string) ([]byte, error) {
+	zr, err := zip.NewReader(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("reading wheel %s: %w", filename, err)
+	}
+	want := ""
+	if parts := strings.SplitN(strings.TrimSuffix(filename, ".whl"), "-", 3); len(parts) == 3 {
+		want = strings.ToLower(parts[0] + "-" + parts[1] + ".dist-info/METADATA")
+	}
+	var found *zip.File
+	for _, zf := range zr.File {
+		dir, base, ok := strings.Cut(zf.Name, "/")
+		if !ok || base != "METADATA" || !strings.HasSuffix(dir, ".dist-info") {
+			continue
+		}
+		if strings.ToLower(zf.Name) == want || found == nil {
+			found = zf
+		}
+	}
+	if found == nil {
+		return nil, fmt.Errorf("wheel %s has no .dist-info/METADATA", filename)
+	}
+	rc, err := found.Open()
+	if err != nil {
+		return nil, fmt.Errorf("reading %s from %s: %w", found.Name, filename, err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s from %s: %w", found.Name, filename, err)
+	}
+	return b, nil
+}
+
+// rangeReader is an io.ReaderAt over HTTP range requests: the tail it
+// was seeded with, then whole blocks fetched on demand.
+type rangeReader struct {
+	ctx     context.Context
+	c       *client
+	url     string
+	size    int64
+	tailOff int64
+	tail    []byte
+	mu      sync.Mutex
+	blocks  map[int64][]byte // by block index
+}
+
+func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("negative offset %d", off)
+	}
+	n := 0
+	for n < len(p) && off < r.size {
+		var k int
+		if off >= r.tailOff {
+			k = copy(p[n:], r.tail[off-r.tailOff:])
+		} else {
+			blk, err := r.block(off / blockSize)
+			if err != nil {
+				return n, err
+			}
+			k = copy(p[n:], blk[off%blockSize:])
+		}
+		n += k
+		off += int64(k)
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (r *rangeReader) block(i int64) ([]byte, error) {
+	r.mu.Lock()
+	b, ok := r.blocks[i]
+	r.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	start, end := i*blockSize, min((i+1)*blockSize, r.size)-1
+	req, err := http.NewRequestWithContext(r.ctx, http.MethodGet, r.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", start, end))
+	resp, err := r.c.do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", redactURL(r.url), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent {
+		return nil, fmt.Errorf("fetching %s bytes %d-%d: HTTP %d", redactURL(r.url), start, end, resp.StatusCode)
+	}
+	b, err = io.ReadAll(io.LimitReader(resp.Body, blockSize+1))
+	r.c.n.ranges.Add(1)
+	r.c.n.rangeBytes.Add(int64(len(b)))
+	if err != nil {
+		return nil, fmt.Errorf("fetching %s: %w", redactURL(r.url), err)
+	}
+	if int64(len(b)) != end-start+1 {
+		return nil, fmt.Errorf("fetching %s bytes %d-%d: got %d bytes", redactURL(r.url), start, end, len(b))
+	}
+	r.mu.Lock()
+	r.blocks[i] = b
+	r.mu.Unlock()
+	return b, nil
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,376 @@
+package pyindex
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Routes say which index each project comes from: exactly one, so a
+// project name published on two indexes can never be taken from the wrong
+// one (pip's --extra-index-url merges all indexes and takes the best
+// version from any of them: dependency confusion).
+type Routes struct {
+	// Torch is the torch variant's index (e.g. https://download.pytorch.org/whl/cu124).
+	// When set, the PyTorch projects (IsTorchProject) come from it alone,
+	// and nothing else does.
+	Torch string
+	// Indexes are the other indexes, in order: a project comes from the
+	// first one that has it (uv's "first-index" strategy), never from two.
+	Indexes []string
+}
+
+// torchNames are the PyTorch index's own projects besides nvidia-*.
+var torchNames = []string{"torch", "torchvision", "torchaudio", "triton", "pytorch-triton"}
+
+// IsTorchProject reports whether the project (any spelling) is one the
+// torch variant's index provides: torch, torchvision, torchaudio, triton,
+// pytorch-triton and nvidia-*.
+func IsTorchProject(name string) bool {
+	n := Normalize(name)
+	return slices.Contains(torchNames, n) || strings.HasPrefix(n, "nvidia-")
+}
+
+// Candidates are the indexes asked for project name, in order.
+func (r Routes) Candidates(name string) []string {
+	if r.Torch != "" && IsTorchProject(name) {
+		return []string{r.Torch}
+	}
+	return r.Indexes
+}
+
+// Option configures a Proxy.
+type Option func(*options)
+
+type options struct {
+	addr     string
+	client   *http.Client
+	auth     func(*http.Request)
+	cacheDir string
+}
+
+// WithAddr sets the listen address. The default is 127.0.0.1:0 (loopback,
+// a free port): the lock's resolution steps reach it through the BuildKit
+// worker's host network.
+func WithAddr(addr string) Option { return func(o *options) { o.addr = addr } }
+
+// WithHTTPClient sets the client for upstream requests. The default is
+// http.DefaultClient.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.client = c } }
+
+// WithAuth sets a function that adds credentials to each upstream request
+// (e.g. basic auth from a netrc for the request's host). The default adds none.
+func WithAuth(f func(*http.Request)) Option { return func(o *options) { o.auth = f } }
+
+// WithCacheDir sets where wheel metadata is cached, by the wheel's sha256.
+// The default is $XDG_CACHE_HOME/imagectl/pyindex (os.UserCacheDir).
+func WithCacheDir(dir string) Option { return func(o *options) { o.cacheDir = dir } }
+
+// DefaultCacheDir is the metadata cache WithCacheDir defaults to.
+func DefaultCacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		d = os.TempDir()
+	}
+	return filepath.Join(d, "imagectl", "pyindex")
+}
+
+// Served is a file the proxy listed: where it really is.
+type Served struct {
+	File
+	// Project is the normalized project name.
+	Project string
+	// Index is the upstream index it was listed by.
+	Index string
+}
+
+// Proxy serves the routed view of Routes as one PEP 503 index with PEP 658
+// metadata for every wheel that has a sha256.
+type Proxy struct {
+	routes Routes
+	c      *client
+	ln     net.Listener
+	srv    *http.Server
+
+	mu    sync.Mutex
+	files map[string]Served // by key (see fileKey)
+	pages map[string]page   // by project
+	errs  []error
+}
+
+type page struct {
+	index string
+	files []File
+	err   error
+}
+
+// Start serves routes on WithAddr's address until Close.
+func Start(routes Routes, opts ...Option) (*Proxy, error) {
+	o := &options{addr: "127.0.0.1:0", client: http.DefaultClient}
+	for _, opt := range opts {
+		opt(o)
+	}
+	if o.cacheDir == "" {
+		o.cacheDir = DefaultCacheDir()
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return nil, fmt.Errorf("index proxy: listening on %s: %w", o.addr, err)
+	}
+	p := &Proxy{
+		routes: routes,
+		c:      &client{http: o.client, auth: o.auth, cacheDir: o.cacheDir},
+		ln:     ln,
+		files:  map[string]Served{},
+		pages:  map[string]page{},
+	}
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	go p.srv.Serve(ln) //nolint:errcheck // returns ErrServerClosed after Close
+	return p, nil
+}
+
+// URL is the index URL to give pip: http://ADDR/simple/.
+func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() + "/simple/" }
+
+// Close stops the server.
+func (p *Proxy) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return p.srv.Shutdown(ctx)
+}
+
+// Stats is what was fetched from upstream so far.
+func (p *Proxy) Stats() Stats { return p.c.n.snapshot() }
+
+// Errors are the upstream failures the proxy answered pip with (5xx), so a
+// failed resolution can say which index failed and how.
+func (p *Proxy) Errors() []error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.errs)
+}
+
+// FileURL is where the proxy serves f (a file Project listed).
+func (p *Proxy) FileURL(f File) string {
+	return "http://" + p.ln.Addr().String() + "/files/" + fileKey(f) + "/" + urlPathEscape(f.Filename)
+}
+
+// Lookup maps a file URL pip got from the proxy to the upstream file.
+func (p *Proxy) Lookup(rawURL string) (Served, bool) {
+	key, _, ok := strings.Cut(strings.TrimPrefix(rawURL, "http://"+p.ln.Addr().String()+"/files/"), "/")
+	if !ok {
+		return Served{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.files[key]
+	return s, ok
+}
+
+// Project returns the routed files of project name and the index that
+// gave them: the torch index for the PyTorch projects, else the first of
+// the other indexes that has the project.
+func (p *Proxy) Project(ctx context.Context, name string) (string, []File, error) {
+	n := Normalize(name)
+	p.mu.Lock()
+	pg, ok := p.pages[n]
+	p.mu.Unlock()
+	if ok {
+		return pg.index, pg.files, pg.err
+	}
+	pg = p.route(ctx, n)
+	if errors.Is(pg.err, context.Canceled) {
+		return pg.index, pg.files, pg.err
+	}
+	p.mu.Lock()
+	p.pages[n] = pg
+	for _, f := range pg.files {
+		p.files[fileKey(f)] = Served{File: f, Project: n, Index: pg.index}
+	}
+	p.mu.Unlock()
+	return pg.index, pg.files, pg.err
+}
+
+func (p *Proxy) route(ctx context.Context, n string) page {
+	cands := p.routes.Candidates(n)
+	if len(cands) == 0 {
+		return page{err: fmt.Errorf("project %s: no index routes it (the torch index serves only %s and nvidia-*)", n, strings.Join(torchNames, ", "))}
+	}
+	for _, ix := range cands {
+		files, size, err := p.c.fetchPage(ctx, ix, n)
+		p.c.n.pages.Add(1)
+		p.c.n.pageBytes.Add(size)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return page{index: ix, err: err}
+		}
+		return page{index: ix, files: files}
+	}
+	return page{err: fmt.Errorf("project %s: %w on %s", n, ErrNotFound, strings.Join(redactAll(cands), ", "))}
+}
+
+// fileKey names a file in the proxy's URLs: its sha256, or a hash of its
+// URL when the index gives none.
+func fileKey(f File) string {
+	if isHex(f.SHA256, 64) {
+		return f.SHA256
+	}
+	s := sha256.Sum256([]byte(f.URL))
+	return "u" + hex.EncodeToString(s[:16])
+}
+
+// ServeHTTP serves /simple/<project>/ (PEP 503 HTML with PEP 658/714
+// metadata attributes), /files/<key>/<name> (the upstream file, streamed)
+// and /files/<key>/<name>.metadata.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	switch {
+	case r.URL.Path == "/simple/":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<!DOCTYPE html>\n<html><body></body></html>\n")
+	case strings.HasPrefix(r.URL.Path, "/simple/"):
+		p.servePage(w, r)
+	case strings.HasPrefix(r.URL.Path, "/files/"):
+		p.serveFile(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (p *Proxy) servePage(w http.ResponseWriter, r *http.Request) {
+	raw := strings.Trim(strings.TrimPrefix(r.URL.Path, "/simple/"), "/")
+	if raw == "" || strings.Contains(raw, "/") {
+		http.NotFound(w, r)
+		return
+	}
+	if n := Normalize(raw); n != raw || !strings.HasSuffix(r.URL.Path, "/") {
+		http.Redirect(w, r, "/simple/"+n+"/", http.StatusMovedPermanently)
+		return
+	}
+	_, files, err := p.Project(r.Context(), raw)
+	if errors.Is(err, ErrNotFound) {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html>\n<head><meta name=\"pypi:repository-version\" content=\"1.1\"><title>Links for %s</title></head>\n<body>\n", html.EscapeString(raw))
+	for _, f := range files {
+		href := "../../files/" + fileKey(f) + "/" + urlPathEscape(f.Filename)
+		if f.SHA256 != "" {
+			href += "#sha256=" + f.SHA256
+		}
+		fmt.Fprintf(&b, "<a href=\"%s\"", html.EscapeString(href))
+		if f.RequiresPython != "" {
+			fmt.Fprintf(&b, " data-requires-python=\"%s\"", html.EscapeString(f.RequiresPython))
+		}
+		if f.Yanked {
+			fmt.Fprintf(&b, " data-yanked=\"%s\"", html.EscapeString(f.YankedReason))
+		}
+		if strings.HasSuffix(f.Filename, ".whl") && isHex(f.SHA256, 64) {
+			// The hash of the metadata is unknown until it is read: PEP 714
+			// allows "true".
+			b.WriteString(` data-core-metadata="true" data-dist-info-metadata="true"`)
+		}
+		fmt.Fprintf(&b, ">%s</a><br/>\n", html.EscapeString(f.Filename))
+	}
+	b.WriteString("</body>\n</html>\n")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(b.Bytes())
+}
+
+func (p *Proxy) serveFile(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/files/")
+	key, name, ok := strings.Cut(rest, "/")
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	p.mu.Lock()
+	s, ok := p.files[key]
+	p.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if name == s.Filename+".metadata" {
+		b, err := p.c.metadata(r.Context(), s.File)
+		if err != nil {
+			p.fail(w, fmt.Errorf("metadata of %s from %s: %w", s.Filename, redactURL(s.Index), err))
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write(normalizeNames(b))
+		return
+	}
+	if name != s.Filename {
+		http.NotFound(w, r)
+		return
+	}
+	// pip asks for a file only when it cannot do with the metadata; stream
+	// it from upstream with the proxy's credentials.
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, s.URL, nil)
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	resp, err := p.c.do(req)
+	if err != nil {
+		p.fail(w, fmt.Errorf("fetching %s: %w", redactURL(s.URL), err))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		p.fail(w, fmt.Errorf("fetching %s: HTTP %d", redactURL(s.URL), resp.StatusCode))
+		return
+	}
+	if cl := resp.Header.Get("Content-Length"); cl != "" {
+		w.Header().Set("Content-Length", cl)
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	n, _ := io.Copy(w, resp.Body)
+	p.c.n.downloads.Add(1)
+	p.c.n.downloadBytes.Add(n)
+}
+
+func (p *Proxy) fail(w http.ResponseWriter, err error) {
+	p.mu.Lock()
+	if len(p.errs) < 20 {
+		p.errs = append(p.errs, err)
+	}
+	p.mu.Unlock()
+	http.Error(w, err.Error(), http.StatusBadGateway)
+}
+
+func urlPathEscape(s string) string {
+	return strings.NewReplacer("%", "%25", "#", "%23", "?", "%3F", "+", "%2B", " ", "%20").Replace(s)
+}
+
+func redactAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = redactURL(x)
+	}
+	return out
+}

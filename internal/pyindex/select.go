@@ -1,0 +1,157 @@
+package pyindex
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Wheel is what a wheel's file name says (PEP 427).
+type Wheel struct {
+	Name, Version, Tags string
+}
+
+// ParseWheelName splits NAME-VERSION(-BUILD)?-PY-ABI-PLATFORM.whl.
+func ParseWheelName(filename string) (Wheel, bool) {
+	base, ok := strings.CutSuffix(filename, ".whl")
+	if !ok {
+		return Wheel{}, false
+	}
+	parts := strings.Split(base, "-")
+	if len(parts) != 5 && len(parts) != 6 {
+		return Wheel{}, false
+	}
+	n := len(parts)
+	return Wheel{Name: Normalize(parts[0]), Version: parts[1], Tags: strings.Join(parts[n-3:], "-")}, true
+}
+
+// pureTags are the wheel tags any CPython 3 runs.
+var pureTags = map[string]bool{"py3-none-any": true, "py2.py3-none-any": true}
+
+// NewestPure picks the newest final release of project among files: a
+// pure-Python wheel (py3-none-any), not yanked, with a sha256, at least
+// version min, whose Requires-Python admits python ("3.11"). It is how the
+// lock chooses the pip that resolves and installs.
+func NewestPure(files []File, project, python, minVersion string) (File, error) {
+	var best File
+	var bestV []int
+	project = Normalize(project)
+	floor, ok := release(minVersion)
+	if !ok {
+		return File{}, fmt.Errorf("minimum version %q is not a release version", minVersion)
+	}
+	for _, f := range files {
+		w, ok := ParseWheelName(f.Filename)
+		if !ok || w.Name != project || !pureTags[w.Tags] || f.Yanked || !isHex(f.SHA256, 64) {
+			continue
+		}
+		v, ok := release(w.Version)
+		if !ok || compare(v, floor) < 0 {
+			continue
+		}
+		if ok, err := SatisfiesPython(f.RequiresPython, python); err != nil || !ok {
+			continue
+		}
+		if bestV == nil || compare(v, bestV) > 0 {
+			best, bestV = f, v
+		}
+	}
+	if bestV == nil {
+		return File{}, fmt.Errorf("no %s wheel (py3-none-any, with a sha256, not yanked, >= %s, for Python %s) among the %d files listed", project, minVersion, python, len(files))
+	}
+	return best, nil
+}
+
+// release parses a final release version: N(.N)*.
+func release(v string) ([]int, bool) {
+	var out []int
+	for _, p := range strings.Split(strings.TrimSpace(v), ".") {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, len(out) > 0
+}
+
+func compare(a, b []int) int {
+	for i := 0; i < max(len(a), len(b)); i++ {
+		var x, y int
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// SatisfiesPython evaluates a Requires-Python specifier (PEP 440 clauses
+// joined by commas: >=, >, <=, <, ==, !=, ~=, with ".*" for == and !=)
+// for a Python version such as "3.11" or "3.11.2". An empty specifier
+// admits every version.
+func SatisfiesPython(spec, python string) (bool, error) {
+	pv, ok := release(python)
+	if !ok {
+		return false, fmt.Errorf("python version %q is not N.N(.N)", python)
+	}
+	for _, clause := range strings.Split(spec, ",") {
+		c := strings.TrimSpace(clause)
+		if c == "" {
+			continue
+		}
+		op := ""
+		for _, o := range []string{"~=", "==", "!=", ">=", "<=", ">", "<"} {
+			if strings.HasPrefix(c, o) {
+				op = o
+				break
+			}
+		}
+		if op == "" {
+			return false, fmt.Errorf("Requires-Python clause %q has no operator", c)
+		}
+		vs := strings.TrimSpace(c[len(op):])
+		wild := strings.HasSuffix(vs, ".*")
+		v, ok := release(strings.TrimSuffix(vs, ".*"))
+		if !ok {
+			return false, fmt.Errorf("Requires-Python clause %q: %q is not a release version", c, vs)
+		}
+		var hold bool
+		switch op {
+		case "==", "!=":
+			eq := false
+			if wild {
+				eq = len(pv) >= len(v) && compare(pv[:len(v)], v) == 0
+			} else {
+				eq = compare(pv, v) == 0
+			}
+			hold = eq == (op == "==")
+		case ">=":
+			hold = compare(pv, v) >= 0
+		case ">":
+			hold = compare(pv, v) > 0
+		case "<=":
+			hold = compare(pv, v) <= 0
+		case "<":
+			hold = compare(pv, v) < 0
+		case "~=":
+			if len(v) < 2 {
+				return false, fmt.Errorf("Requires-Python clause %q: ~= needs two release segments", c)
+			}
+			prefix := v[:len(v)-1]
+			hold = compare(pv, v) >= 0 && len(pv) >= len(prefix) && compare(pv[:len(prefix)], prefix) == 0
+		}
+		if !hold {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,76 @@
+package wheelhouse
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"imagectl/internal/atomicfile"
+)
+
+// WritePlainIndex (re)generates a PEP 503 index in the shape of a directory
+// behind a plain web server (a bucket mirror, download.pytorch.org/whl/cu124):
+// the wheels lie flat in dir, each project page is dir/PROJECT/index.html
+// linking "../FILE#sha256=HEX", and there is nothing else: no JSON pages
+// (PEP 691), no metadata files or attributes (PEP 658), no
+// data-requires-python. It returns the files indexed.
+func WritePlainIndex(dir string) ([]File, error) {
+	wheels, err := filepath.Glob(filepath.Join(dir, "*.whl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(wheels)
+	byProject := map[string][]File{}
+	var all []File
+	for _, w := range wheels {
+		f, _, err := inspect(w)
+		if err != nil {
+			return nil, err
+		}
+		n := Normalize(f.Project)
+		byProject[n] = append(byProject[n], f)
+		all = append(all, f)
+	}
+	projects := make([]string, 0, len(byProject))
+	for p := range byProject {
+		projects = append(projects, p)
+	}
+	sort.Strings(projects)
+	var root bytes.Buffer
+	root.WriteString("<!DOCTYPE html>\n<html>\n<body>\n")
+	for _, p := range projects {
+		fmt.Fprintf(&root, "<a href=\"%s/\">%s</a><br/>\n", p, p)
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "<!DOCTYPE html>\n<html>\n<body>\n<h1>Links for %s</h1>\n", p)
+		for _, f := range byProject[p] {
+			href := "../" + strings.ReplaceAll(url.PathEscape(f.Filename), "+", "%2B") + "#sha256=" + f.SHA256
+			fmt.Fprintf(&b, "<a href=\"%s\">%s</a><br/>\n", html.EscapeString(href), html.EscapeString(f.Filename))
+		}
+		b.WriteString("</body>\n</html>\n")
+		if err := atomicfile.Write(filepath.Join(dir, p, "index.html"), b.Bytes(), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	root.WriteString("</body>\n</html>\n")
+	if err := atomicfile.Write(filepath.Join(dir, "index.html"), root.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	// Drop pages of projects that no longer have files.
+	if old, err := os.ReadDir(dir); err == nil {
+		for _, e := range old {
+			if _, ok := byProject[e.Name()]; e.IsDir() && !ok {
+				if _, err := os.Stat(filepath.Join(dir, e.Name(), "index.html")); err == nil {
+					if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+	}
+	return all, nil
+}

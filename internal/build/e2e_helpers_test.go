@@ -190,6 +190,35 @@ done > /out/show`
 	return debs, sc.Err()
 }
 
+// resolver publishes Debian's pip wheel (python3-pip-whl, from hack/deps.sh)
+// to the test index and returns its lock entry: the pip the build installs with.
+func (e *e2e) resolver(t testing.TB) lock.Wheel {
+	t.Helper()
+	m, _ := filepath.Glob("/usr/share/python-wheels/pip-*-py3-none-any.whl")
+	if len(m) == 0 {
+		t.Fatal("no /usr/share/python-wheels/pip-*.whl: run make deps (python3-pip-whl)")
+	}
+	b, err := os.ReadFile(m[len(m)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(m[len(m)-1])
+	if err := os.WriteFile(filepath.Join(e.index, "files", name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, err := wheelhouse.WriteIndex(e.index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Filename == name {
+			return lock.Wheel{Name: "pip", Version: f.Version, Filename: f.Filename, URL: e.files + f.Filename, SHA256: f.SHA256, Size: f.Size}
+		}
+	}
+	t.Fatalf("%s is not in the index", name)
+	return lock.Wheel{}
+}
+
 // wheel publishes s to the test index and returns its lock entry.
 func (e *e2e) wheel(t testing.TB, s wheelhouse.Spec) lock.Wheel {
 	t.Helper()
@@ -218,6 +247,8 @@ func (e *e2e) lock(t testing.TB, repo, utilVersion string, core wheelhouse.Spec)
 		Core:            lock.Core{Python: "3.11"},
 		Frozen:          []string{"demo-core"},
 		Base:            e.base,
+		Python:          lock.Python{Version: "3.11.2", Path: "/usr/bin/python3.11", Provider: "base"},
+		Resolver:        e.resolver(t),
 		Apt:             e.debs,
 		Pip: []lock.Wheel{
 			e.wheel(t, core),

@@ -21,6 +21,9 @@ func exampleLock() *lock.Lock {
 			Ref:            "registry.example.invalid/imagectl/debian-base:bookworm",
 			ManifestDigest: "sha256:" + fmt.Sprintf("%064x", 1),
 		},
+		Python: lock.Python{Version: "3.11.2", Path: "/usr/bin/python3.11", Provider: "base"},
+		Resolver: lock.Wheel{Name: "pip", Version: "23.0.1", Filename: "pip-23.0.1-py3-none-any.whl",
+			URL: "http://whl.example.invalid/pip-23.0.1-py3-none-any.whl", SHA256: fmt.Sprintf("%064x", 5)},
 		Apt: []lock.Deb{{Name: "jq", Version: "1.6-2.1", Arch: "amd64",
 			URL: "http://deb.example.invalid/jq.deb", SHA256: fmt.Sprintf("%064x", 2)}},
 		Pip: []lock.Wheel{
@@ -68,6 +71,7 @@ func ExampleDefinition() {
 	// Unordered output:
 	// docker-image://registry.example.invalid/imagectl/debian-base@sha256:0000000000000000000000000000000000000000000000000000000000000001 false
 	// http://deb.example.invalid/jq.deb true
+	// http://whl.example.invalid/pip-23.0.1-py3-none-any.whl true
 	// http://whl.example.invalid/demo_core-1.0.0-py3-none-any.whl true
 	// http://whl.example.invalid/demo_util-1.1.0-py3-none-any.whl true
 }

@@ -94,7 +94,16 @@ func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 			next = install(cur, epoch, debs, debDir, systemScript(),
 				fmt.Sprintf("[system] dpkg --install %d packages", len(layer.Debs)))
 		case KindVenv:
-			next = install(cur, epoch, llb.Scratch(), "", venvScript, "[venv] python3 -m venv "+VenvPath)
+			script, err := venvScript(l)
+			if err != nil {
+				return llb.State{}, err
+			}
+			pip, err := fetchWheels([]lock.Wheel{l.Resolver})
+			if err != nil {
+				return llb.State{}, fmt.Errorf("resolver: %w", err)
+			}
+			next = install(cur, epoch, pip, wheelDir, script,
+				fmt.Sprintf("[venv] %s -m venv %s, pip %s from the locked wheel", l.Python.Path, VenvPath, l.Resolver.Version))
 		case KindBig, KindPeriphery:
 			wheels, err := fetchWheels(layer.Wheels)
 			if err != nil {
@@ -161,23 +170,36 @@ rm -f /var/log/dpkg.log /var/log/alternatives.log /var/cache/ldconfig/aux-cache 
   /var/lib/dpkg/status-old /var/lib/dpkg/diversions-old /var/lib/dpkg/statoverride-old \
   /var/cache/debconf/config.dat-old /var/cache/debconf/templates.dat-old`
 
-// venvScript creates the venv with its own pip when the base has ensurepip
-// (python3-venv); otherwise without, and pipScript then drives the system
-// pip at it (--python). PEP 668 forbids installing into the system Python.
-const venvScript = `set -eu
-if ! python3 -m venv ` + VenvPath + ` >/dev/null 2>&1; then
-  rm -rf ` + VenvPath + `
-  python3 -m venv --without-pip ` + VenvPath + `
-fi`
+// venvScript makes the venv with the lock's interpreter (never a python3
+// found on PATH) and no pip of the base's, then installs the lock's own pip
+// wheel into it, run from the wheel itself: every later step installs with
+// that pip, and users of the image get it. PEP 668 forbids installing into
+// the system Python, hence the venv.
+func venvScript(l *lock.Lock) (string, error) {
+	py := l.Python.Path
+	if py == "" || !strings.HasPrefix(py, "/") || strings.ContainsAny(py, " '\"$`\\\n") {
+		return "", fmt.Errorf("lock %s: python.path %q is not an absolute interpreter path (a lock written before imagectl recorded the interpreter: run imagectl lock again)", l.Name, py)
+	}
+	w := l.Resolver
+	if w.Filename == "" || w.SHA256 == "" {
+		return "", fmt.Errorf("lock %s: no resolver (the pip wheel that installs the wheels): run imagectl lock again", l.Name)
+	}
+	whl := shellQuote(wheelDir + "/" + w.Filename)
+	return `set -eu
+` + shellQuote(py) + ` -m venv --without-pip ` + VenvPath + `
+` + VenvPath + `/bin/python ` + whl + `/pip install --no-index --no-deps --no-cache-dir --disable-pip-version-check --no-warn-script-location --isolated ` + whl, nil
+}
 
+// pipScript installs the layer's wheels with the venv's pip (the lock's
+// resolver, installed by venvScript), offline and without dependencies:
+// the lock is the closure.
 func pipScript(wheels []lock.Wheel) string {
 	var reqs []string
 	for _, w := range wheels {
 		reqs = append(reqs, shellQuote(w.Name+"=="+w.Version))
 	}
 	return `set -eu
-if [ -x ` + VenvPath + `/bin/pip ]; then set -- ` + VenvPath + `/bin/python -m pip; else set -- python3 -m pip --python ` + VenvPath + `/bin/python; fi
-"$@" install --no-index --no-deps --no-cache-dir --disable-pip-version-check --no-warn-script-location \
+` + VenvPath + `/bin/python -m pip --isolated install --no-index --no-deps --no-cache-dir --disable-pip-version-check --no-warn-script-location \
   --find-links ` + wheelDir + ` ` + strings.Join(reqs, " ")
 }
 

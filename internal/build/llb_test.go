@@ -101,8 +101,8 @@ func TestDefinitionSources(t *testing.T) {
 	}
 
 	https := g.sources("http")
-	if got, want := len(https), len(l.Apt)+len(l.Pip); got != want {
-		t.Errorf("%d http sources, want one per deb and wheel (%d)", got, want)
+	if got, want := len(https), len(l.Apt)+len(l.Pip)+1; got != want {
+		t.Errorf("%d http sources, want one per deb and wheel and the resolver (%d)", got, want)
 	}
 	check := func(kind, name, url, sha, filename string) {
 		s, ok := https[url]
@@ -120,7 +120,7 @@ func TestDefinitionSources(t *testing.T) {
 	for _, d := range l.Apt {
 		check("deb", d.Name, d.URL, d.SHA256, d.Name+"_"+d.Version+"_amd64.deb")
 	}
-	for _, w := range l.Pip {
+	for _, w := range append(l.Pip, l.Resolver) {
 		check("wheel", w.Name, w.URL, w.SHA256, w.Filename)
 	}
 }
@@ -145,7 +145,14 @@ func TestDefinitionInstallsOffline(t *testing.T) {
 		if !strings.HasSuffix(script, `-exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +`) {
 			t.Errorf("exec %q does not clamp the mtimes it wrote", script)
 		}
-		if strings.Contains(script, " install --no-index --no-deps ") {
+		if strings.Contains(script, " -m venv ") {
+			// The venv is made by the lock's interpreter and gets the lock's pip.
+			if !strings.Contains(script, "'"+l.Python.Path+"' -m venv --without-pip "+VenvPath) ||
+				!strings.Contains(script, VenvPath+"/bin/python '"+wheelDir+"/"+l.Resolver.Filename+"'/pip install") ||
+				strings.Contains(script, "python3 ") {
+				t.Errorf("venv exec %q: want %s -m venv and pip run from the locked wheel, no python3 from PATH", script, l.Python.Path)
+			}
+		} else if strings.Contains(script, " install --no-index --no-deps ") {
 			pip++
 			if !strings.Contains(script, "--find-links "+wheelDir) {
 				t.Errorf("pip exec %q does not install from the fetched wheels", script)

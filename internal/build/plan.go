@@ -24,7 +24,8 @@ const (
 	KindBase LayerKind = "base"
 	// KindSystem holds the lock's Debian packages, installed with dpkg.
 	KindSystem LayerKind = "system"
-	// KindVenv holds the Python virtual environment (python3 -m venv).
+	// KindVenv holds the Python virtual environment, made with the lock's
+	// interpreter, and the lock's pip (its resolver wheel) inside it.
 	KindVenv LayerKind = "venv"
 	// KindBig holds one big, rarely changing wheel (torch, nvidia-*, triton
 	// or a package the lock freezes).
@@ -85,7 +86,7 @@ func Plan(l *lock.Lock) LayerPlan {
 		p.Layers = append(p.Layers, Layer{Kind: KindSystem, Name: "system", Debs: sortedDebs(l.Apt)})
 	}
 	if len(l.Pip) > 0 {
-		p.Layers = append(p.Layers, Layer{Kind: KindVenv, Name: "venv"})
+		p.Layers = append(p.Layers, Layer{Kind: KindVenv, Name: "venv", Wheels: []lock.Wheel{l.Resolver}})
 		var periphery []lock.Wheel
 		for _, w := range sortedWheels(l.Pip) {
 			if IsBig(l, w.Name) {

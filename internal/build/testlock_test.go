@@ -32,6 +32,8 @@ func unitLock() *lock.Lock {
 			ManifestDigest: "sha256:" + sum("manifest"),
 			Platform:       "linux/amd64",
 		},
+		Python:   lock.Python{Version: "3.11.2", Path: "/usr/bin/python3.11", Provider: "base"},
+		Resolver: lock.Wheel{Name: "pip", Version: "23.0.1", Filename: "pip-23.0.1-py3-none-any.whl", URL: "http://whl.example.invalid/pip-23.0.1-py3-none-any.whl", SHA256: sum("pip")},
 		Apt: []lock.Deb{
 			{Name: "libjq1", Version: "1.6-2.1", Arch: "amd64", URL: "http://deb.example.invalid/libjq1.deb", SHA256: sum("libjq1"), Size: 1},
 			{Name: "jq", Version: "1.6-2.1", Arch: "amd64", URL: "http://deb.example.invalid/jq.deb", SHA256: sum("jq"), Size: 1},

@@ -36,7 +36,7 @@ func TestParseRejects(t *testing.T) {
 	}{
 		{name: "truncated", in: good[:len(good)/2], code: exitcode.Failure},
 		{name: "empty", in: nil, code: exitcode.Failure},
-		{name: "wrong version", in: bytes.Replace(good, []byte(`"schema_version": 2`), []byte(`"schema_version": 9`), 1), code: exitcode.Failure},
+		{name: "wrong version", in: bytes.Replace(good, []byte(`"schema_version": 1`), []byte(`"schema_version": 9`), 1), code: exitcode.Failure},
 		{name: "unknown field", in: bytes.Replace(good, []byte(`"name": "demo"`), []byte(`"name": "demo", "extra": 1`), 1), code: exitcode.Failure},
 		{name: "trailing data", in: append(append([]byte{}, good...), []byte("{}")...), code: exitcode.Failure},
 		{name: "version edited", in: bytes.Replace(good, []byte(`"version": "1.0.0"`), []byte(`"version": "1.0.1"`), 1), code: exitcode.LockTampered, tamper: true},

@@ -10,7 +10,7 @@ import (
 
 // SchemaVersion is the version of the lock file format this package writes
 // and the only one it reads.
-const SchemaVersion = 2
+const SchemaVersion = 1
 
 // FileName is the lock's name inside images/<image>/.
 const FileName = "lock.json"
@@ -34,10 +34,10 @@ type Lock struct {
 	Base   Base     `json:"base"`
 	// Python is the image's interpreter: lock, build and verify run it by
 	// this path, never a python3 found on PATH.
-	Python Python `json:"python"`
+	Python Python `json:"python,omitzero"`
 	// Resolver is the pip wheel that resolved the closure and that the
 	// build installs with (run from the wheel itself), never the base's pip.
-	Resolver Wheel `json:"resolver"`
+	Resolver Wheel `json:"resolver,omitzero"`
 	// Apt is the full .deb closure installed on top of the base.
 	Apt []Deb `json:"apt"`
 	// Pip is the full wheel closure, installed with --no-deps.

@@ -25,8 +25,14 @@ func envChecks(l *lock.Lock, e envOut, digest string, secs float64) []Check {
 	case !versionPrefix(l.Core.Python, e.Python):
 		py.Status = Fail
 		py.Detail = fmt.Sprintf("lock has Python %s, image has %s (%s)", l.Core.Python, e.Python, e.Executable)
+	case l.Python.Path != "" && e.LockedInterpreter != "" && e.RealExecutable != e.LockedInterpreter:
+		py.Status = Fail
+		py.Detail = fmt.Sprintf("the probes ran %s (%s), the lock's interpreter is %s (%s)", e.Executable, e.RealExecutable, l.Python.Path, e.LockedInterpreter)
 	default:
 		py.Detail = e.Executable
+		if l.Python.Path != "" {
+			py.Detail += " -> " + l.Python.Path
+		}
 	}
 	out = append(out, py)
 

@@ -22,7 +22,8 @@ type Podman struct {
 	// Image is what the CLI runs: a reference (repo@sha256:...) or a
 	// transport path such as oci:DIR or oci-archive:FILE.
 	Image string
-	// Python is the interpreter inside the image. The default is python3.
+	// Python is the interpreter inside the image. The default is the
+	// probe's (the lock's: ImagePython), else python3.
 	Python string
 	// GPUFlags give a probe with GPU set the host's GPUs. The default is
 	// CDI, ["--device", "nvidia.com/gpu=all"]; docker takes ["--gpus", "all"].
@@ -83,10 +84,7 @@ func (r *Podman) Args(probeDir string, p Probe) []string {
 		args = append(args, "--tls-verify=false")
 	}
 	args = append(args, r.ExtraArgs...)
-	py := r.Python
-	if py == "" {
-		py = "python3"
-	}
+	py := firstNonEmpty(r.Python, p.Python, "python3")
 	args = append(args, r.Image, py, probeMount+"/"+p.Script)
 	return append(args, p.Args...)
 }

@@ -31,6 +31,9 @@ type Probe struct {
 	Args []string
 	// GPU asks the runtime to give the probe the host's GPUs.
 	GPU bool
+	// Python is the image's interpreter for this probe (ImagePython of the
+	// lock); a runtime's own Python setting wins over it.
+	Python string
 }
 
 // Runtime runs probes inside the image.
@@ -173,7 +176,7 @@ func (r *InPlace) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writing probe scripts: %w", err)
 	}
-	py := r.Python
+	py := firstNonEmpty(r.Python, p.Python)
 	if py == "" {
 		py = DefaultPython()
 	}

@@ -20,6 +20,7 @@ import (
 	"path"
 	"time"
 
+	"imagectl/internal/build"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 )
@@ -71,6 +72,21 @@ func Run(ctx context.Context, l *lock.Lock, opts ...Option) (*Result, error) {
 	return res, nil
 }
 
+// ImagePython is the interpreter the probes run with in an image built
+// from l: the venv's python (made from the lock's python.path) when the
+// lock has wheels, else python.path itself; "" for a lock that records no
+// interpreter (the runtime's default then applies).
+func ImagePython(l *lock.Lock) string {
+	switch {
+	case l.Python.Path == "":
+		return ""
+	case len(l.Pip) > 0:
+		return build.VenvPath + "/bin/python"
+	default:
+		return l.Python.Path
+	}
+}
+
 type runner struct {
 	l   *lock.Lock
 	o   *options
@@ -79,6 +95,9 @@ type runner struct {
 
 // exec runs p and decodes its result line into v; it returns the wall time.
 func (r *runner) exec(ctx context.Context, p Probe, v any) (float64, error) {
+	if p.Python == "" {
+		p.Python = ImagePython(r.l)
+	}
 	t := time.Now()
 	out, err := r.o.runtime.Exec(ctx, p)
 	secs := time.Since(t).Seconds()
@@ -111,6 +130,9 @@ func (r *runner) run(ctx context.Context) error {
 	envArgs := []string{}
 	if fp := l.Runtime.FingerprintPath; fp != "" {
 		envArgs = append(envArgs, "--fingerprint", fp)
+	}
+	if l.Python.Path != "" {
+		envArgs = append(envArgs, "--interpreter", l.Python.Path)
 	}
 	envSecs, err := r.exec(ctx, Probe{Name: "env", Script: "env.py", Args: envArgs, GPU: gpu}, &env)
 	if err != nil {

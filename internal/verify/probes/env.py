@@ -60,6 +60,7 @@ def fingerprint(path):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--fingerprint", default="")
+    p.add_argument("--interpreter", default="", help="the lock's python.path, resolved here")
     a = p.parse_args()
     names = ["TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "HF_HOME", "CUDA_CACHE_PATH"]
     env = {n: os.environ.get(n) for n in names}
@@ -68,6 +69,8 @@ def main():
         "probe": "env",
         "python": "%d.%d.%d" % sys.version_info[:3],
         "executable": sys.executable,
+        "real_executable": os.path.realpath(sys.executable),
+        "locked_interpreter": os.path.realpath(a.interpreter) if a.interpreter else "",
         "packages": installed(),
         "shm_bytes": fs_bytes("/dev/shm"),
         "tmpdir_writable": writable_dir(tmp),

@@ -120,7 +120,7 @@ wheelindex=$root/bin/wheelindex
 if [ ! -x "$wheelindex" ] || [ -n "$(find hack/wheelindex internal/wheelhouse -newer "$wheelindex" -name '*.go' | head -n1)" ]; then
   go build -o "$wheelindex" ./hack/wheelindex
 fi
-"$wheelindex" generate "$cache/wheels" --core-bytes "${IMAGECTL_DEMO_CORE_BYTES:-67108864}"
+"$wheelindex" generate "$cache/wheels" --core-bytes "${IMAGECTL_DEMO_CORE_BYTES:-67108864}" --copy '/usr/share/python-wheels/pip-*-py3-none-any.whl'
 if alive wheelindex; then
   echo "up: wheel index already running on 127.0.0.1:$(cat "$cache/wheelindex.port")" >&2
 else
@@ -153,6 +153,7 @@ tmp=$cache/env.tmp
   printf 'export IMAGECTL_WHEELS_DIR=%q\n' "$cache/wheels"
   cat "$cache"/env.d/*.env 2>/dev/null || true
 } > "$tmp"
+. hack/standins.sh # the pytorch spec's torch index and PyPI stand-ins; appends to $tmp
 mv "$tmp" "$cache/env"
 hack/containerd.sh # verify's containerd runtime; adds CONTAINERD_ADDRESS to .cache/env
 echo "up: wrote .cache/env" >&2

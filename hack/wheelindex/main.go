@@ -4,6 +4,7 @@
 //	wheelindex generate DIR [--core-bytes N]    demo wheels + index (cached)
 //	wheelindex publish DIR --name N --version V [--requires R]... [--payload-bytes N]
 //	wheelindex serve DIR [--addr 127.0.0.1:0] [--url-file FILE]
+//	wheelindex standins DIR [--big-bytes N] [--copy GLOB]...   the pytorch spec's index stand-ins
 package main
 
 import (
@@ -35,7 +36,7 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage: wheelindex generate|publish|serve DIR [flags]")
+var errUsage = errors.New("usage: wheelindex generate|publish|serve|standins DIR [flags]")
 
 func run(ctx context.Context, args []string) error {
 	if len(args) < 1 {
@@ -48,6 +49,8 @@ func run(ctx context.Context, args []string) error {
 		return publish(args[1:])
 	case "serve":
 		return serve(ctx, args[1:])
+	case "standins":
+		return standins(args[1:])
 	}
 	return fmt.Errorf("unknown command %q: %w", args[0], errUsage)
 }
@@ -85,9 +88,26 @@ const stampName = "generated.json"
 func generate(args []string) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	coreBytes := fs.Int64("core-bytes", 64<<20, "size of demo-core's incompressible payload in bytes")
+	var copies multi
+	fs.Var(&copies, "copy", "a wheel file (glob) to add to the index as is, e.g. Debian's pip wheel (repeatable)")
 	dir, err := parse(fs, args)
 	if err != nil {
 		return err
+	}
+	for _, g := range copies {
+		m, err := filepath.Glob(g)
+		if err != nil || len(m) == 0 {
+			return fmt.Errorf("generate: --copy %s matches no file", g)
+		}
+		for _, f := range m {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			if err := atomicfile.Write(filepath.Join(dir, "files", filepath.Base(f)), b, 0o644); err != nil {
+				return err
+			}
+		}
 	}
 	specs := DemoSpecs(*coreBytes)
 	stamp := filepath.Join(dir, stampName)

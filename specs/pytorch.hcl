@@ -2,8 +2,10 @@
 # Python 3.10 and 3.11 (four concrete images from one matrix). The monthly
 # refresh re-locks them; torch, CUDA, Python and the pins below stay frozen.
 #
-# Base images are referenced, not pulled, until a build runs where a registry
-# holding them is reachable.
+# The sources come from three variables, each defaulting to the public
+# source, so that a machine with internet access needs no flags and
+#   imagectl lock specs/pytorch.hcl --var base_registry=... --var torch_index=... --var pypi_index=...
+# runs against a platform's mirrors (docs/lock.md).
 
 variable "registry" {
   type        = string
@@ -11,10 +13,22 @@ variable "registry" {
   description = "host:port of the registry receiving the builds"
 }
 
+variable "base_registry" {
+  type        = string
+  default     = "docker.io"
+  description = "registry (host[:port][/path]) the nvidia/cuda bases are pulled from: Docker Hub by default, or a mirror of it"
+}
+
 variable "torch_index" {
   type        = string
-  default     = null
-  description = "base URL of the PyTorch wheel index (the lock appends the variant's path, e.g. whl/cu124); set it with --var torch_index=URL or IMAGECTL_VAR_torch_index"
+  default     = "https://download.pytorch.org"
+  description = "base URL of the PyTorch wheel index; the lock appends the variant's path (whl/cu118, whl/cu124) and takes torch, triton and nvidia-* from it alone"
+}
+
+variable "pypi_index" {
+  type        = string
+  default     = "https://pypi.org/simple"
+  description = "PEP 503 simple index for every other package (PyPI or a mirror of it)"
 }
 
 defaults {
@@ -32,8 +46,9 @@ defaults {
   nccl  = "2.21.5"
   cudnn = "9.1.0.70"
 
-  apt = ["ca-certificates", "openssh-server", "tini"]
-  pip = ["numpy", "pillow", "tqdm"]
+  apt         = ["ca-certificates", "openssh-server", "tini"]
+  pip         = ["numpy", "pillow", "tqdm"]
+  pip_indexes = [var.pypi_index]
 
   env = {
     PYTHONUNBUFFERED = "1"
@@ -100,7 +115,7 @@ image "pytorch-2.6" {
 
   # The runtime flavour, without cuDNN 8: the torch wheels bring their own
   # cuDNN 9 (and CUDA runtime libraries) from pip.
-  base = "nvidia/cuda:${{ "11.8" = "11.8.0", "12.1" = "12.1.1" }[cuda]}-runtime-ubuntu22.04"
+  base = "${var.base_registry}/nvidia/cuda:${{ "11.8" = "11.8.0", "12.1" = "12.1.1" }[cuda]}-runtime-ubuntu22.04"
 
   # torch 2.6.0 publishes no cu121 wheel (only cu118, cu124, cu126; cu121
   # stops at 2.5.1). For the CUDA 12.1 images we choose, explicitly, the

@@ -203,6 +203,9 @@ func (e *e2e) resolver(t testing.TB) lock.Wheel {
 		t.Fatal(err)
 	}
 	name := filepath.Base(m[len(m)-1])
+	if err := os.MkdirAll(filepath.Join(e.index, "files"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(e.index, "files", name), b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -31,18 +31,23 @@ type Stats struct {
 	// RangeReads and RangeBytes are the HTTP range requests that read a
 	// wheel's zip directory and METADATA (index without metadata files).
 	RangeReads, RangeBytes int64
-	// Downloads and DownloadBytes are whole wheels read: for metadata from
-	// a server without range requests, and for files pip itself fetched.
+	// Downloads and DownloadBytes are whole wheels read for their metadata
+	// from a server without range requests.
 	Downloads, DownloadBytes int64
+	// Passed and PassedBytes are files streamed through to a client (the
+	// resolver wheel for the resolution step; a wheel pip asked for).
+	Passed, PassedBytes int64
 	// CacheHits are metadata answers served from the cache directory.
 	CacheHits int64
 }
 
 // Total is every byte fetched from upstream.
-func (s Stats) Total() int64 { return s.PageBytes + s.MetadataBytes + s.RangeBytes + s.DownloadBytes }
+func (s Stats) Total() int64 {
+	return s.PageBytes + s.MetadataBytes + s.RangeBytes + s.DownloadBytes + s.PassedBytes
+}
 
 type counters struct {
-	pages, pageBytes, metaFiles, metaBytes, ranges, rangeBytes, downloads, downloadBytes, hits atomic.Int64
+	pages, pageBytes, metaFiles, metaBytes, ranges, rangeBytes, downloads, downloadBytes, passed, passedBytes, hits atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -51,6 +56,7 @@ func (c *counters) snapshot() Stats {
 		MetadataFiles: c.metaFiles.Load(), MetadataBytes: c.metaBytes.Load(),
 		RangeReads: c.ranges.Load(), RangeBytes: c.rangeBytes.Load(),
 		Downloads: c.downloads.Load(), DownloadBytes: c.downloadBytes.Load(),
+		Passed: c.passed.Load(), PassedBytes: c.passedBytes.Load(),
 		CacheHits: c.hits.Load(),
 	}
 }

@@ -350,8 +350,8 @@ func (p *Proxy) serveFile(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	n, _ := io.Copy(w, resp.Body)
-	p.c.n.downloads.Add(1)
-	p.c.n.downloadBytes.Add(n)
+	p.c.n.passed.Add(1)
+	p.c.n.passedBytes.Add(n)
 }
 
 func (p *Proxy) fail(w http.ResponseWriter, err error) {

@@ -9,18 +9,18 @@ import (
 
 // envOut is what probes/env.py prints.
 type envOut struct {
-	Python         string            `json:"python"`
-	Executable     string            `json:"executable"`
+	Python     string `json:"python"`
+	Executable string `json:"executable"`
 	// RealExecutable is the interpreter behind Executable (a venv's python
 	// is a link to it); LockedInterpreter is the lock's python.path as the
 	// image resolves it.
-	RealExecutable    string `json:"real_executable"`
-	LockedInterpreter string `json:"locked_interpreter"`
-	Packages       [][2]string       `json:"packages"`
-	ShmBytes       *int64            `json:"shm_bytes"`
-	TmpdirWritable bool              `json:"tmpdir_writable"`
-	Env            map[string]string `json:"env"`
-	Fingerprint    struct {
+	RealExecutable    string            `json:"real_executable"`
+	LockedInterpreter string            `json:"locked_interpreter"`
+	Packages          [][2]string       `json:"packages"`
+	ShmBytes          *int64            `json:"shm_bytes"`
+	TmpdirWritable    bool              `json:"tmpdir_writable"`
+	Env               map[string]string `json:"env"`
+	Fingerprint       struct {
 		Path    string          `json:"path"`
 		Present bool            `json:"present"`
 		Content json.RawMessage `json:"content"`

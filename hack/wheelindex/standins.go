@@ -192,4 +192,3 @@ func standins(args []string) error {
 	fmt.Fprintf(os.Stderr, "wheelindex: stand-ins written to %s (%d PyPI files, %s %d bytes)\n", dir, len(files), bigLib, *bigBytes)
 	return nil
 }
-

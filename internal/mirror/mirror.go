@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
 	"imagectl/internal/spec"
 )
@@ -108,6 +110,30 @@ func (e *NotConfiguredError) Error() string {
 	return fmt.Sprintf("%s: image %s has no repos.mirror: nothing to mirror its base to", e.File, e.Image)
 }
 
+// UnavailableError reports a registry that could not be reached.
+type UnavailableError struct {
+	Registry string
+	Err      error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("registry %s is unavailable: %v", e.Registry, e.Err)
+}
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// ExitCode implements exitcode.Coder.
+func (e *UnavailableError) ExitCode() int { return exitcode.Unavailable }
+
+// unavailable makes err an UnavailableError when no connection to reg
+// could be made.
+func unavailable(reg string, err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return &UnavailableError{Registry: reg, Err: err}
+	}
+	return err
+}
+
 // Run copies the base of every image into its repos.mirror, each distinct
 // (base, mirror) pair once, in the order the images come. It stops at the
 // first failure; what was copied before stays (a copy is complete or
@@ -172,7 +198,7 @@ func copyBase(ctx context.Context, src string, dst name.Repository, o *options) 
 
 	desc, err := remote.Get(srcRef, ropts...)
 	if err != nil {
-		return Result{}, fmt.Errorf("reading upstream base %s: %w", src, err)
+		return Result{}, unavailable(srcRef.Context().RegistryStr(), fmt.Errorf("reading upstream base %s: %w", src, err))
 	}
 	r := Result{Source: src, Digest: desc.Digest.String(), Target: dst.Digest(desc.Digest.String()).String()}
 	if r.Platforms, err = platforms(desc); err != nil {
@@ -182,7 +208,7 @@ func copyBase(ctx context.Context, src string, dst name.Repository, o *options) 
 
 	have, err := exists(target, ropts)
 	if err != nil {
-		return Result{}, fmt.Errorf("looking up %s in the mirror: %w", target, err)
+		return Result{}, unavailable(dst.RegistryStr(), fmt.Errorf("looking up %s in the mirror: %w", target, err))
 	}
 	r.Present = have
 	if !have {

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"imagectl/internal/exitcode"
 	"imagectl/internal/spec"
 )
 
@@ -276,4 +277,15 @@ func mustRef(t *testing.T, s string) name.Reference {
 		t.Fatal(err)
 	}
 	return r
+}
+
+func TestCopyUnavailable(t *testing.T) {
+	dst, _ := newRegistry(t)
+	repo, _ := name.NewRepository(dst + "/m/nvidia/cuda")
+	_, err := Copy(context.Background(), "127.0.0.1:1/nvidia/cuda:12.1.1-runtime-ubuntu22.04", repo,
+		WithRemoteOptions(remote.WithRetryBackoff(remote.Backoff{Steps: 1})))
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.Registry != "127.0.0.1:1" || exitcode.Code(err) != exitcode.Unavailable {
+		t.Errorf("Copy from a dead registry = %v (exit %d), want an UnavailableError for 127.0.0.1:1, exit %d", err, exitcode.Code(err), exitcode.Unavailable)
+	}
 }

@@ -30,7 +30,10 @@ before lock (and again when the upstream tag moved: the old digest stays).
 
 Registry credentials come from the Docker config (~/.docker/config.json).
 --output json prints one record per base: source, digest, target, tag,
-platforms, whether it was present and what was uploaded.`,
+platforms, whether it was present and what was uploaded.
+
+Exit codes: 1 a spec without repos.mirror, an upstream without the base, or
+another error; 69 a registry that cannot be reached.`,
 		Example: `  imagectl mirror specs/pytorch.hcl --var base_registry=registry.example/upstream
   imagectl mirror specs/ --image pytorch-2.6-cu121-py3.11 -o json`,
 		Args: usageArgs(cobra.ArbitraryArgs),

@@ -1,9 +1,10 @@
 // Command imagectl-init is the image's entrypoint (PID 1): it prepares the
-// container (storage, swappiness, /dev/shm, caches, driver floor,
-// fingerprint) as the baked runtime config says, then runs the user's command,
-// forwarding signals, reaping zombies and exiting with the command's code.
+// container (storage, swappiness, /dev/shm, caches, sshd host keys, driver
+// floor, fingerprint) as the baked runtime config says, then runs the user's
+// command, forwarding signals, reaping zombies and exiting with the
+// command's code. It takes tini's flags, so it can replace tini as is.
 //
-//	imagectl-init [--] COMMAND [ARG...]
+//	imagectl-init [-s] [-g] [-v] [-w] [-e CODE]... [-p SIGNAL] [--grace-period D] [--] COMMAND [ARG...]
 //	imagectl-init doctor [--output json]
 //
 // See docs/init.md.
@@ -25,38 +26,80 @@ import (
 	"imagectl/internal/runtime"
 )
 
-const usage = "usage: imagectl-init [--] COMMAND [ARG...]  |  imagectl-init doctor [--output json]"
+const usage = `usage: imagectl-init [-s] [-g] [-v] [-w] [-e CODE]... [-p SIGNAL] [--grace-period D] [--] COMMAND [ARG...]
+       imagectl-init --version | -h
+       imagectl-init doctor [--output json]`
+
+const help = usage + `
+
+Prepares the container as ` + runtime.ConfigPath + ` (or $` + runtime.EnvConfig + `) says,
+then runs COMMAND as its child: every catchable signal forwarded, zombies
+reaped, the command's exit code passed through (128+n when signal n killed it).
+The flags are tini's, so the init replaces tini as is:
+
+  -s                 require registering as a child subreaper when not PID 1
+                     (always tried; also TINI_SUBREAPER)
+  -g                 forward signals to the command's process group
+                     (also TINI_KILL_PROCESS_GROUP)
+  -e CODE            exit 0 when the command exits with CODE (repeatable)
+  -p SIGNAL          have the kernel send SIGNAL when the init's parent dies
+  -v                 log every step to stderr (also IMAGECTL_INIT_DEBUG)
+  -w                 warn for every zombie reaped that is not the command
+  --grace-period D   SIGKILL the command's process group D after a SIGTERM or
+                     SIGINT (default: never; also the config's grace_period)
+  --version, -h      print the version or this help
+
+Examples:
+  imagectl-init -- python train.py
+  imagectl-init -g -e 143 -- ./serve.sh
+  imagectl-init --grace-period 30s -- torchrun train.py
+  imagectl-init doctor -o json
+
+See docs/init.md ("Coming from tini").`
 
 func main() {
-	proc, lerr := runtime.Listen()
-	log := newLogger(os.Stderr, os.Getenv(runtime.EnvDebug) != "")
+	// Before anything else: the command must start with no signal blocked.
+	reexecErr := runtime.CleanSignalMask()
+	args, err := runtime.ParseArgs(os.Args[1:], os.LookupEnv)
+	if err != nil {
+		fail(exitcode.Usage, err.Error()+"\n"+usage)
+	}
+	proc, warn, lerr := runtime.Listen(runtime.ListenOptions{RequireSubreaper: args.Subreaper, ParentDeath: args.ParentDeath})
+	runtime.RaisePendingSignals()
+	log := newLogger(os.Stderr, os.Getenv(runtime.EnvDebug) != "" || args.Verbosity > 0)
 	ctx := logs.With(context.Background(), log)
 	if lerr != nil {
-		log.Warn(lerr.Error() + "; orphaned processes will not be reaped by the init: run it as PID 1 or on a kernel with PR_SET_CHILD_SUBREAPER")
+		fail(exitcode.Failure, lerr.Error())
 	}
-	args := os.Args[1:]
-	if len(args) > 0 && args[0] == "doctor" {
-		os.Exit(doctor(ctx, args[1:]))
+	if warn != nil {
+		log.Warn(warn.Error() + "; orphaned processes will not be reaped by the init: run it as PID 1 or on a kernel with PR_SET_CHILD_SUBREAPER")
 	}
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		fmt.Println(usage + "\n\nPrepares the container as " + runtime.ConfigPath + " (or $" + runtime.EnvConfig + ") says,\nthen runs COMMAND as its child: signals forwarded, zombies reaped, the\ncommand's exit code passed through. See docs/init.md.")
+	if reexecErr != nil {
+		log.Warn(reexecErr.Error())
+	}
+	switch {
+	case args.Doctor:
+		os.Exit(doctor(ctx, args.DoctorArgs))
+	case args.Help:
+		fmt.Println(help)
 		os.Exit(exitcode.OK)
-	}
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
-	if len(args) == 0 {
-		fail(exitcode.Usage, "no command given; "+usage)
+	case args.Version:
+		fmt.Println("imagectl-init version " + version())
+		os.Exit(exitcode.OK)
 	}
 	cfg, err := runtime.LoadConfig(os.Getenv)
 	if err != nil {
 		fail(exitcode.Usage, err.Error())
 	}
+	wait := runtime.WaitOptions{GracePeriod: cfg.GracePeriod.Std(), ProcessGroup: args.ProcessGroup, WarnReap: args.WarnReap}
+	if args.GracePeriodSet {
+		wait.GracePeriod = args.GracePeriod
+	}
 
 	pctx, stop := proc.Context(ctx)
 	prep, err := runtime.Prepare(pctx, cfg, os.Environ())
 	if sig, ok := stop(); ok {
-		fail(128+int(sig), fmt.Sprintf("received %v before the command started; not starting it", sig))
+		fail(128+int(sig), fmt.Sprintf("received %s before the command started; not starting it", runtime.SignalName(sig)))
 	}
 	if err != nil {
 		fail(exitcode.Code(err), err.Error())
@@ -70,7 +113,7 @@ func main() {
 	} else if path != "" {
 		log.Debug("fingerprint written", "path", path)
 	}
-	pid, code, err := proc.Start(ctx, args, prep.Env)
+	pid, code, err := proc.Start(ctx, args.Command, prep.Env)
 	if err != nil {
 		fail(code, err.Error())
 	}
@@ -84,11 +127,11 @@ func main() {
 			log.Debug("cache gc", "removed", r.Removed, "removed_bytes", r.RemovedBytes, "kept_bytes", r.KeptBytes)
 		}
 	}()
-	code = proc.Wait(ctx, pid, cfg.GracePeriod.Std())
-	os.Exit(code)
+	os.Exit(args.ExitCode(proc.Wait(ctx, pid, wait)))
 }
 
 func fail(code int, msg string) {
 	fmt.Fprintln(os.Stderr, "imagectl-init:", msg)
 	os.Exit(code)
 }
+

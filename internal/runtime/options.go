@@ -15,6 +15,7 @@ type options struct {
 	tmp       string
 	fallback  string
 	mountinfo string
+	sshRoot   string
 	poll      time.Duration
 }
 
@@ -24,6 +25,7 @@ func makeOptions(opts []Option) (options, error) {
 		dev:      "/dev",
 		tmp:      "/tmp",
 		fallback: "/tmp/imagectl-local",
+		sshRoot:  "/",
 		poll:     100 * time.Millisecond,
 	}
 	for _, opt := range opts {
@@ -74,6 +76,18 @@ func WithPollInterval(d time.Duration) Option {
 			return errors.New("poll interval must be positive")
 		}
 		o.poll = d
+		return nil
+	}
+}
+
+// WithSSHRoot looks for sshd (usr/sbin/sshd) and its host keys (etc/ssh)
+// under dir, and passes it to ssh-keygen -f. The default is /.
+func WithSSHRoot(dir string) Option {
+	return func(o *options) error {
+		if dir == "" {
+			return errors.New("empty ssh root")
+		}
+		o.sshRoot = dir
 		return nil
 	}
 }

@@ -22,6 +22,8 @@ type Prepared struct {
 	Caches     []CacheDir
 	// Driver is read only when the image has a driver floor.
 	Driver Driver
+	// SSH says whether sshd is installed and which host keys were generated.
+	SSH SSHHostKeys
 
 	cfg        Config
 	opts       options
@@ -36,7 +38,8 @@ type Prepared struct {
 
 // Prepare runs the start-up steps in order: wait for storage, set
 // swappiness, check (and enlarge) /dev/shm, create TMPDIR and the caches,
-// check the driver floor. (WriteFingerprint then writes the fingerprint, and
+// generate missing sshd host keys (only when sshd is installed), check the
+// driver floor. (WriteFingerprint then writes the fingerprint, and
 // CollectGarbage trims the caches beside the command.) Problems the workload can
 // live with are logged as one warning each (with what to do) through the
 // logger in ctx; the returned error is set only when the container must not
@@ -120,6 +123,12 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 			tmp = ""
 		}
 		p.gcRoots = gcRoots(p.Caches, o.tmp, tmp)
+	}
+
+	// sshd host keys are never in the image's layers: generate the missing
+	// ones now, before the command (which may start sshd).
+	if p.SSH, err = ensureSSHHostKeys(ctx, o.sshRoot, p.Env); err != nil {
+		warn(err.Error())
 	}
 
 	if cfg.DriverFloor != "" {
@@ -243,6 +252,9 @@ func (p *Prepared) Summary() string {
 	}
 	if len(p.Caches) > 0 {
 		parts = append(parts, fmt.Sprintf("%d cache dir(s)", len(p.Caches)))
+	}
+	if n := len(p.SSH.Generated); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d sshd host key(s) generated", n))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -1,10 +1,29 @@
 package runtime
 
 import (
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
+
+// The command starts with a clean slate: no signal blocked, every signal at
+// its default disposition, whatever the init's launcher left behind.
+//
+// Dispositions: exec keeps SIG_IGN, so resetIgnoredSignals (in Listen) sets
+// every inherited SIG_IGN back to SIG_DFL; handlers the Go runtime installed
+// are reset to SIG_DFL in the forked child by the runtime itself.
+//
+// Mask: a Go program hands every process it forks the mask the runtime
+// inherited at start-up (there is no per-child hook), so the only way to give
+// the command an empty mask is to start the init itself with one.
+// CleanSignalMask re-executes the init with an empty mask when it finds
+// signals blocked; that costs one more exec of the init, only then.
 
 // kernelSigaction is the kernel's struct sigaction on linux/amd64 and arm64.
 type kernelSigaction struct {
@@ -16,6 +35,17 @@ type kernelSigaction struct {
 
 const sigIgn = 1 // SIG_IGN
 
+// EnvPendingSignals carries across CleanSignalMask's re-exec the signals
+// that were blocked and pending when the init started; the re-executed init
+// sends them to itself once it catches signals (RaisePendingSignals), so
+// none is lost. It never reaches the command.
+const EnvPendingSignals = "IMAGECTL_INIT_PENDING_SIGNALS"
+
+func sigaction(sig int, act, old *kernelSigaction) syscall.Errno {
+	_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(act)), uintptr(unsafe.Pointer(old)), 8, 0, 0)
+	return e
+}
+
 // resetIgnoredSignals sets every signal the init inherited as ignored back
 // to its default. Ignored dispositions survive fork and exec, so without
 // this the command would inherit whatever its launcher ignored (a
@@ -23,18 +53,96 @@ const sigIgn = 1 // SIG_IGN
 // clean slate a process gets under a real init. Signals the Go runtime
 // handles are never SIG_IGN, so their handlers are not touched.
 func resetIgnoredSignals() {
-	for sig := 1; sig <= 64; sig++ {
+	for sig := 1; sig <= maxSignal; sig++ {
 		if sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP) {
 			continue
 		}
 		var old kernelSigaction
-		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
-			continue
-		}
-		if old.handler != sigIgn {
+		if sigaction(sig, nil, &old) != 0 || old.handler != sigIgn {
 			continue
 		}
 		var dfl kernelSigaction // SIG_DFL, no flags, empty mask
-		_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+		_ = sigaction(sig, &dfl, nil)
+	}
+}
+
+// CleanSignalMask makes sure the command will start with no signal
+// blocked. When the calling thread has signals blocked (the launcher's
+// mask, which the Go runtime keeps for every thread and every child), it
+// re-executes /proc/self/exe with the same arguments and an empty mask, and
+// does not return; signals that were pending and blocked are carried in
+// EnvPendingSignals. Call it first thing in main, before Listen. It returns
+// an error only when the re-exec failed; the init then runs on, and the
+// command inherits the launcher's mask.
+//
+// Signals the Go runtime always unblocks for itself (SIGHUP, SIGINT,
+// SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGTERM,
+// SIGSTKFLT, SIGCHLD, SIGPROF, SIGSYS, SIGURG and 32-34) cannot be seen
+// blocked here; a launcher that blocked only some of those and nothing else
+// passes them on to the command.
+func CleanSignalMask() error {
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	var blocked unix.Sigset_t
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, nil, &blocked); err != nil {
+		return nil
+	}
+	if blocked.Val[0] == 0 {
+		return nil
+	}
+	var pending unix.Sigset_t
+	if _, _, e := unix.RawSyscall(unix.SYS_RT_SIGPENDING, uintptr(unsafe.Pointer(&pending)), 8, 0); e != 0 {
+		pending = unix.Sigset_t{}
+	}
+	// Pending blocked signals would be delivered the moment the mask is
+	// cleared, before anything catches them: discard them by ignoring them
+	// for that moment, and hand them to the next image instead.
+	var carried []string
+	saved := map[int]kernelSigaction{}
+	for sig := 1; sig <= maxSignal; sig++ {
+		bit := uint64(1) << (sig - 1)
+		if pending.Val[0]&blocked.Val[0]&bit == 0 || sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP) {
+			continue
+		}
+		var old kernelSigaction
+		ign := kernelSigaction{handler: sigIgn}
+		if sigaction(sig, &ign, &old) == 0 {
+			saved[sig] = old
+			carried = append(carried, strconv.Itoa(sig))
+		}
+	}
+	env := make([]string, 0, len(os.Environ())+1)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, EnvPendingSignals+"=") {
+			env = append(env, kv)
+		}
+	}
+	if len(carried) > 0 {
+		env = append(env, EnvPendingSignals+"="+strings.Join(carried, ","))
+	}
+	var empty unix.Sigset_t
+	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &empty, nil)
+	err := syscall.Exec("/proc/self/exe", os.Args, env)
+	// Still here: put things back as they were.
+	for sig, old := range saved {
+		_ = sigaction(sig, &old, nil)
+	}
+	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &blocked, nil)
+	return fmt.Errorf("re-executing the init with an empty signal mask: %w; the command inherits the launcher's blocked signals", err)
+}
+
+// RaisePendingSignals sends the init the signals CleanSignalMask carried
+// over (EnvPendingSignals), now that Listen catches them, and removes the
+// variable from the environment. Call it right after Listen.
+func RaisePendingSignals() {
+	v, ok := os.LookupEnv(EnvPendingSignals)
+	if !ok {
+		return
+	}
+	_ = os.Unsetenv(EnvPendingSignals)
+	for _, f := range strings.Split(v, ",") {
+		if n, err := strconv.Atoi(f); err == nil && n > 0 && n <= maxSignal {
+			_ = syscall.Kill(os.Getpid(), syscall.Signal(n))
+		}
 	}
 }

@@ -16,20 +16,12 @@ import (
 	"imagectl/internal/logs"
 )
 
-// ForwardedSignals are the signals the init passes on to the user's command.
-var ForwardedSignals = []os.Signal{
-	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
-	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
-}
-
-// terminating reports whether s starts the shutdown grace period.
+// terminating reports whether s, arriving before the command starts, stops
+// the init (with 128+n) instead of starting the command; once the command
+// runs, it is also what starts the grace period, when one is set.
 func terminating(s syscall.Signal) bool {
-	return s == syscall.SIGTERM || s == syscall.SIGINT || s == syscall.SIGQUIT
+	return s == syscall.SIGTERM || s == syscall.SIGINT
 }
-
-// DefaultGracePeriod is how long the init waits, after forwarding a
-// terminating signal, before it kills the command's process group.
-const DefaultGracePeriod = 10 * time.Second
 
 // Process is the supervisor's view of the process running the init: it
 // catches signals before any work starts, so a SIGTERM that arrives while the
@@ -39,28 +31,55 @@ type Process struct {
 	chld    chan os.Signal
 }
 
-// Listen starts catching the forwarded signals and SIGCHLD, and makes the
-// calling process a child subreaper when it is not PID 1, so that orphaned
-// grandchildren are reparented to it and reaped. Call it first thing.
-func Listen() (*Process, error) {
-	p := &Process{
-		forward: make(chan os.Signal, 32),
+// ListenOptions are what Listen sets up besides catching signals.
+type ListenOptions struct {
+	// RequireSubreaper makes a failure to become a child subreaper (when
+	// not PID 1) an error; otherwise it is returned as a warning (see Listen).
+	RequireSubreaper bool
+	// ParentDeath, when non-zero, is the signal the kernel sends the init
+	// when its parent dies (prctl PR_SET_PDEATHSIG, tini's -p); it is
+	// forwarded like any other.
+	ParentDeath syscall.Signal
+}
+
+// Listen starts catching every signal in ForwardedSignals and SIGCHLD,
+// catches (and drops) SIGTTIN and SIGTTOU, resets what the launcher left
+// ignored to the default, and makes the calling process a child subreaper
+// when it is not PID 1, so that orphaned grandchildren are reparented to it
+// and reaped. Call it first thing. warn is a problem the init can run with
+// (no subreaper); err is one it cannot.
+func Listen(o ListenOptions) (p *Process, warn, err error) {
+	p = &Process{
+		forward: make(chan os.Signal, 128),
 		chld:    make(chan os.Signal, 1),
 	}
-	signal.Notify(p.forward, ForwardedSignals...)
+	fwd := ForwardedSignals()
+	sigs := make([]os.Signal, len(fwd))
+	for i, s := range fwd {
+		sigs[i] = s
+	}
+	signal.Notify(p.forward, sigs...)
 	signal.Notify(p.chld, syscall.SIGCHLD)
 	// Caught and dropped, never ignored (an ignored disposition would be
-	// inherited by the command): a log reader that goes away must not kill
-	// the init through SIGPIPE, and writing to the terminal from the
-	// background must not stop it.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE, syscall.SIGTTIN, syscall.SIGTTOU)
+	// inherited by the command): writing to the terminal from the
+	// background must not stop the init.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTTIN, syscall.SIGTTOU)
 	resetIgnoredSignals()
-	if os.Getpid() != 1 {
-		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-			return p, fmt.Errorf("becoming a child subreaper: %w", err)
+	if o.ParentDeath != 0 {
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(o.ParentDeath), 0, 0, 0); err != nil {
+			return p, nil, fmt.Errorf("setting the parent-death signal %s: %w", SignalName(o.ParentDeath), err)
 		}
 	}
-	return p, nil
+	if os.Getpid() != 1 {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			err = fmt.Errorf("becoming a child subreaper: %w", err)
+			if o.RequireSubreaper {
+				return p, nil, err
+			}
+			return p, err, nil
+		}
+	}
+	return p, nil, nil
 }
 
 // Interrupted returns the first terminating signal received so far, if any,
@@ -114,14 +133,29 @@ func (p *Process) Context(ctx context.Context) (context.Context, func() (syscall
 	}
 }
 
+// WaitOptions say how Wait supervises the command.
+type WaitOptions struct {
+	// GracePeriod, when positive, turns escalation on: the command's process
+	// group is killed (SIGKILL) this long after the first SIGTERM or SIGINT
+	// was forwarded. Zero (the default) never kills: the init waits as long
+	// as the command lives, and the orchestrator owns the deadline.
+	GracePeriod time.Duration
+	// ProcessGroup forwards signals to the command's whole process group
+	// (tini -g) instead of the command alone.
+	ProcessGroup bool
+	// WarnReap logs a warning for every reaped zombie that is not the
+	// command (tini -w).
+	WarnReap bool
+}
+
 // Run starts argv with env as the init's child and supervises it until it
 // exits; see Start and Wait.
-func (p *Process) Run(ctx context.Context, argv, env []string, grace time.Duration) (int, error) {
+func (p *Process) Run(ctx context.Context, argv, env []string, o WaitOptions) (int, error) {
 	pid, code, err := p.Start(ctx, argv, env)
 	if err != nil {
 		return code, err
 	}
-	return p.Wait(ctx, pid, grace), nil
+	return p.Wait(ctx, pid, o), nil
 }
 
 // Start starts argv with env as the init's child, in its own process group
@@ -157,33 +191,32 @@ func (p *Process) Start(ctx context.Context, argv, env []string) (pid, code int,
 	return pid, 0, nil
 }
 
-// Wait forwards signals to pid, reaps every child that exits (the command's
-// orphans included) and returns the command's exit code: its own status, or
-// 128+n when signal n killed it. After a terminating signal, the command's
-// process group is killed once grace has passed; grace <= 0 means
-// DefaultGracePeriod.
-func (p *Process) Wait(ctx context.Context, pid int, grace time.Duration) int {
+// Wait forwards every caught signal to pid (or its process group), reaps
+// every child that exits (the command's orphans included) and returns the
+// command's exit code: its own status, or 128+n when signal n killed it.
+func (p *Process) Wait(ctx context.Context, pid int, o WaitOptions) int {
 	log := logs.From(ctx)
-	if grace <= 0 {
-		grace = DefaultGracePeriod
+	target := pid
+	if o.ProcessGroup {
+		target = -pid
 	}
 	var killTimer <-chan time.Time
 	for {
-		if code, done := reap(pid); done {
+		if code, done := reap(ctx, pid, o.WarnReap); done {
 			return code
 		}
 		select {
 		case s := <-p.forward:
 			sig := s.(syscall.Signal)
-			log.Debug("forwarding signal", "signal", sig, "pid", pid)
-			if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-				log.Warn(fmt.Sprintf("forwarding %v to pid %d failed: %v", sig, pid, err))
+			log.Debug("forwarding signal", "signal", SignalName(sig), "to", target)
+			if err := syscall.Kill(target, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+				log.Warn(fmt.Sprintf("forwarding %s to %d failed: %v", SignalName(sig), target, err))
 			}
-			if terminating(sig) && killTimer == nil {
-				killTimer = time.After(grace)
+			if o.GracePeriod > 0 && terminating(sig) && killTimer == nil {
+				killTimer = time.After(o.GracePeriod)
 			}
 		case <-killTimer:
-			log.Warn(fmt.Sprintf("the command did not exit within the %v grace period after a stop signal; killing it (raise runtime.grace_period if it needs longer to shut down)", grace))
+			log.Warn(fmt.Sprintf("the command did not exit within the %v grace period after a stop signal; killing its process group (raise or unset runtime.grace_period / --grace-period if it needs longer to shut down)", o.GracePeriod))
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		case <-p.chld:
@@ -193,7 +226,7 @@ func (p *Process) Wait(ctx context.Context, pid int, grace time.Duration) int {
 
 // reap collects every exited child without blocking; it reports the exit
 // code of pid once pid has exited.
-func reap(pid int) (code int, done bool) {
+func reap(ctx context.Context, pid int, warn bool) (code int, done bool) {
 	for {
 		var ws syscall.WaitStatus
 		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
@@ -204,6 +237,9 @@ func reap(pid int) (code int, done bool) {
 			return code, done
 		}
 		if got != pid {
+			if warn {
+				logs.From(ctx).Warn(fmt.Sprintf("reaped zombie process pid=%d", got))
+			}
 			continue
 		}
 		switch {

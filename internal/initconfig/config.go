@@ -43,8 +43,10 @@ type Config struct {
 	// FingerprintPath is where the environment fingerprint is written; empty
 	// disables it.
 	FingerprintPath string `json:"fingerprint_path,omitempty"`
-	// GracePeriod is how long the init waits after forwarding a terminating
-	// signal before it sends SIGKILL. The default is 10s.
+	// GracePeriod, when set, turns escalation on: the init kills the
+	// command's process group (SIGKILL) this long after it forwarded a
+	// SIGTERM or SIGINT. The default (0) never kills: the init waits as long
+	// as the command lives and the orchestrator owns the deadline.
 	GracePeriod Duration `json:"grace_period,omitempty"`
 	// Quiet suppresses the one-line summary on the happy path.
 	Quiet bool `json:"quiet,omitempty"`

@@ -25,6 +25,9 @@ import (
 var initBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envLaunchMasked) != "" {
+		launchMasked()
+	}
 	dir, err := os.MkdirTemp("", "imagectl-init-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -73,6 +76,7 @@ func TestStaticBinary(t *testing.T) {
 type sandbox struct {
 	t      *testing.T
 	dir    string
+	exe    string // the init binary, to find its PID
 	cmd    *exec.Cmd
 	stdout *bufio.Reader
 	stderr strings.Builder
@@ -83,11 +87,32 @@ type sandbox struct {
 // directory; $INIT the binary.
 func start(t *testing.T, cfg map[string]any, setup string, argv ...string) *sandbox {
 	t.Helper()
+	return startRun(t, run{cfg: cfg, setup: setup}, argv...)
+}
+
+// run says how startRun starts an init.
+type run struct {
+	// init is the init and its flags, put before the command; nil runs
+	// imagectl-init with "--" (and setup may exec "$INIT" -- "$@" itself).
+	init []string
+	// cfg is imagectl-init's runtime config; nil: none.
+	cfg map[string]any
+	// setup runs in the new namespaces before the init.
+	setup string
+	// env is added to the environment.
+	env []string
+	// masked starts the init (given in init) through launchMasked: signals
+	// blocked and ignored, as a careless launcher leaves them.
+	masked bool
+}
+
+func startRun(t *testing.T, r run, argv ...string) *sandbox {
+	t.Helper()
 	requireNamespaces(t)
-	s := &sandbox{t: t, dir: t.TempDir()}
+	s := &sandbox{t: t, dir: t.TempDir(), exe: initBin}
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "DIR=" + s.dir, "INIT=" + initBin}
-	if cfg != nil {
-		b, _ := json.Marshal(cfg)
+	if r.cfg != nil {
+		b, _ := json.Marshal(r.cfg)
 		path := filepath.Join(s.dir, "runtime.json")
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
@@ -99,7 +124,22 @@ func start(t *testing.T, cfg map[string]any, setup string, argv ...string) *sand
 			t.Fatal(err)
 		}
 	}
-	script := "set -e\n" + setup + "\nexec \"$INIT\" -- \"$@\"\n"
+	env = append(env, r.env...)
+	script := "set -e\n" + r.setup + "\nexec \"$INIT\" -- \"$@\"\n"
+	if r.init != nil {
+		script = "set -e\n" + r.setup + "\nexec \"$@\"\n"
+		argv = append(append([]string(nil), r.init...), argv...)
+		exe, err := exec.LookPath(r.init[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.exe, _ = filepath.EvalSymlinks(exe)
+	}
+	if r.masked {
+		// The launcher runs as PID 1 and execs the init in its place.
+		script = strings.Replace(script, `exec "$@"`, `exec env `+envLaunchMasked+`=1 "$TESTBIN" "$@"`, 1)
+		env = append(env, "TESTBIN="+os.Args[0])
+	}
 	s.cmd = exec.Command("unshare", append([]string{"--pid", "--fork", "--mount-proc", "--mount", "--propagation", "private", "sh", "-c", script, "sh"}, argv...)...)
 	s.cmd.Env = env
 	out, err := s.cmd.StdoutPipe()
@@ -111,18 +151,40 @@ func start(t *testing.T, cfg map[string]any, setup string, argv ...string) *sand
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if s.cmd.ProcessState == nil {
-			_ = s.cmd.Process.Kill()
-			_ = s.cmd.Wait()
-		}
-	})
+	t.Cleanup(s.kill)
 	return s
+}
+
+// kill ends a sandbox still running and waits for it.
+func (s *sandbox) kill() {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	s.killProcs()
+	_ = s.cmd.Wait()
+}
+
+// killProcs sends SIGKILL to the namespace's PID 1 (which takes every
+// process in the namespace with it), then to unshare.
+func (s *sandbox) killProcs() {
+	pid := s.cmd.Process.Pid
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			_ = syscall.Kill(n, syscall.SIGKILL)
+		}
+	}
+	_ = s.cmd.Process.Kill()
 }
 
 // line reads one line of the command's stdout.
 func (s *sandbox) line() string {
 	s.t.Helper()
+	timer := time.AfterFunc(60*time.Second, func() {
+		s.t.Errorf("no line from the command in 60 s; killed the sandbox")
+		s.killProcs()
+	})
+	defer timer.Stop()
 	l, err := s.stdout.ReadString('\n')
 	if err != nil {
 		s.t.Fatalf("reading the command's output: %v (stderr: %s)", err, s.stderr.String())
@@ -135,6 +197,13 @@ func (s *sandbox) line() string {
 // how long it ran since start.
 func (s *sandbox) wait() (int, string) {
 	s.t.Helper()
+	// No scenario takes a minute: a hung one fails instead of stalling the
+	// test binary until its timeout.
+	timer := time.AfterFunc(90*time.Second, func() {
+		s.t.Errorf("the sandbox still ran after 90 s; killed it")
+		s.killProcs()
+	})
+	defer timer.Stop()
 	rest, _ := io.ReadAll(s.stdout)
 	err := s.cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -155,7 +224,7 @@ func (s *sandbox) initPID() int {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.cmd.Process.Pid, s.cmd.Process.Pid))
 		for _, f := range strings.Fields(string(b)) {
 			pid, _ := strconv.Atoi(f)
-			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == initBin {
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == s.exe {
 				return pid
 			}
 		}
@@ -601,5 +670,40 @@ func ignoreRaw(t *testing.T, sig int) func() {
 	}
 	return func() {
 		_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	}
+}
+
+// TestSSHHostKeysAtStart: an image with sshd and no host keys (the build
+// removes them from its layers) gets them generated before the command
+// starts, keeps them across a restart, and an image without sshd gets none.
+// /usr/sbin and /etc/ssh are fresh tmpfs mounts inside the sandbox.
+func TestSSHHostKeysAtStart(t *testing.T) {
+	if _, err := exec.LookPath("ssh-keygen"); err != nil {
+		t.Skip("needs ssh-keygen (openssh-client, installed by hack/deps.sh)")
+	}
+	mounts := `mount -t tmpfs sbin /usr/sbin; mount -t tmpfs etcssh /etc/ssh`
+	listKeys := `ls /etc/ssh | tr '\n' ' '; echo`
+	withSshd := mounts + `; printf '#!/bin/sh\n' > /usr/sbin/sshd; chmod 755 /usr/sbin/sshd`
+	s := start(t, nil, withSshd, "sh", "-c", listKeys+`; ssh-keygen -l -f /etc/ssh/ssh_host_ed25519_key.pub >/dev/null && echo valid; cat /etc/ssh/ssh_host_ed25519_key.pub > "$DIR/first"`)
+	code, out := s.wait()
+	want := "ssh_host_ecdsa_key ssh_host_ecdsa_key.pub ssh_host_ed25519_key ssh_host_ed25519_key.pub ssh_host_rsa_key ssh_host_rsa_key.pub \nvalid\n"
+	if code != 0 || out != want {
+		t.Errorf("with sshd: exit %d, /etc/ssh when the command starts %q, want %q (stderr: %s)", code, out, want, s.stderr.String())
+	}
+	if !strings.Contains(s.stderr.String(), "3 sshd host key(s) generated") {
+		t.Errorf("summary %q does not say the keys were generated", s.stderr.String())
+	}
+
+	// A restart: the keys are there (a persistent /etc/ssh) and stay.
+	keep := mounts + `; printf '#!/bin/sh\n' > /usr/sbin/sshd; chmod 755 /usr/sbin/sshd
+ssh-keygen -q -A >/dev/null; cp /etc/ssh/ssh_host_ed25519_key.pub "$DIR/before"`
+	s = start(t, nil, keep, "sh", "-c", `cmp -s /etc/ssh/ssh_host_ed25519_key.pub "$DIR/before" && echo same`)
+	if code, out := s.wait(); code != 0 || strings.TrimSpace(out) != "same" || strings.Contains(s.stderr.String(), "generated") {
+		t.Errorf("keys present: exit %d, %q, stderr %q; want them kept and nothing generated", code, out, s.stderr.String())
+	}
+
+	s = start(t, nil, mounts, "sh", "-c", listKeys)
+	if code, out := s.wait(); code != 0 || strings.TrimSpace(out) != "" {
+		t.Errorf("without sshd: exit %d, /etc/ssh %q, want empty", code, out)
 	}
 }

@@ -65,7 +65,6 @@ func main() {
 		fail(exitcode.Usage, err.Error()+"\n"+usage)
 	}
 	proc, warn, lerr := runtime.Listen(runtime.ListenOptions{RequireSubreaper: args.Subreaper, ParentDeath: args.ParentDeath})
-	runtime.RaisePendingSignals()
 	log := newLogger(os.Stderr, os.Getenv(runtime.EnvDebug) != "" || args.Verbosity > 0)
 	ctx := logs.With(context.Background(), log)
 	if lerr != nil {
@@ -134,4 +133,3 @@ func fail(code int, msg string) {
 	fmt.Fprintln(os.Stderr, "imagectl-init:", msg)
 	os.Exit(code)
 }
-

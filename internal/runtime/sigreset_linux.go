@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"unsafe"
 
@@ -35,12 +33,6 @@ type kernelSigaction struct {
 
 const sigIgn = 1 // SIG_IGN
 
-// EnvPendingSignals carries across CleanSignalMask's re-exec the signals
-// that were blocked and pending when the init started; the re-executed init
-// sends them to itself once it catches signals (RaisePendingSignals), so
-// none is lost. It never reaches the command.
-const EnvPendingSignals = "IMAGECTL_INIT_PENDING_SIGNALS"
-
 func sigaction(sig int, act, old *kernelSigaction) syscall.Errno {
 	_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(act)), uintptr(unsafe.Pointer(old)), 8, 0, 0)
 	return e
@@ -69,80 +61,30 @@ func resetIgnoredSignals() {
 // CleanSignalMask makes sure the command will start with no signal
 // blocked. When the calling thread has signals blocked (the launcher's
 // mask, which the Go runtime keeps for every thread and every child), it
-// re-executes /proc/self/exe with the same arguments and an empty mask, and
-// does not return; signals that were pending and blocked are carried in
-// EnvPendingSignals. Call it first thing in main, before Listen. It returns
-// an error only when the re-exec failed; the init then runs on, and the
-// command inherits the launcher's mask.
+// re-executes /proc/self/exe with the same arguments and environment and an
+// empty mask, and does not return. Call it first thing in main, before
+// Listen. It returns an error only when the re-exec failed; the init then
+// runs on, and the command inherits the launcher's mask.
 //
 // Signals the Go runtime always unblocks for itself (SIGHUP, SIGINT,
 // SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGTERM,
 // SIGSTKFLT, SIGCHLD, SIGPROF, SIGSYS, SIGURG and 32-34) cannot be seen
 // blocked here; a launcher that blocked only some of those and nothing else
-// passes them on to the command.
+// passes them on to the command. A signal the launcher blocked and left
+// pending is delivered when the mask is cleared, before anything catches
+// it: dropped, like any signal but SIGTERM/SIGINT that comes before the
+// command starts (and SIGTERM/SIGINT pending at the exec reach the Go
+// runtime before it installs its handlers: as PID 1 the kernel drops them).
 func CleanSignalMask() error {
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	var blocked unix.Sigset_t
-	if err := unix.PthreadSigmask(unix.SIG_SETMASK, nil, &blocked); err != nil {
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, nil, &blocked); err != nil || blocked.Val[0] == 0 {
 		return nil
-	}
-	if blocked.Val[0] == 0 {
-		return nil
-	}
-	var pending unix.Sigset_t
-	if _, _, e := unix.RawSyscall(unix.SYS_RT_SIGPENDING, uintptr(unsafe.Pointer(&pending)), 8, 0); e != 0 {
-		pending = unix.Sigset_t{}
-	}
-	// Pending blocked signals would be delivered the moment the mask is
-	// cleared, before anything catches them: discard them by ignoring them
-	// for that moment, and hand them to the next image instead.
-	var carried []string
-	saved := map[int]kernelSigaction{}
-	for sig := 1; sig <= maxSignal; sig++ {
-		bit := uint64(1) << (sig - 1)
-		if pending.Val[0]&blocked.Val[0]&bit == 0 || sig == int(unix.SIGKILL) || sig == int(unix.SIGSTOP) {
-			continue
-		}
-		var old kernelSigaction
-		ign := kernelSigaction{handler: sigIgn}
-		if sigaction(sig, &ign, &old) == 0 {
-			saved[sig] = old
-			carried = append(carried, strconv.Itoa(sig))
-		}
-	}
-	env := make([]string, 0, len(os.Environ())+1)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, EnvPendingSignals+"=") {
-			env = append(env, kv)
-		}
-	}
-	if len(carried) > 0 {
-		env = append(env, EnvPendingSignals+"="+strings.Join(carried, ","))
 	}
 	var empty unix.Sigset_t
 	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &empty, nil)
-	err := syscall.Exec("/proc/self/exe", os.Args, env)
-	// Still here: put things back as they were.
-	for sig, old := range saved {
-		_ = sigaction(sig, &old, nil)
-	}
+	err := syscall.Exec("/proc/self/exe", os.Args, os.Environ())
 	_ = unix.PthreadSigmask(unix.SIG_SETMASK, &blocked, nil)
 	return fmt.Errorf("re-executing the init with an empty signal mask: %w; the command inherits the launcher's blocked signals", err)
-}
-
-// RaisePendingSignals sends the init the signals CleanSignalMask carried
-// over (EnvPendingSignals), now that Listen catches them, and removes the
-// variable from the environment. Call it right after Listen.
-func RaisePendingSignals() {
-	v, ok := os.LookupEnv(EnvPendingSignals)
-	if !ok {
-		return
-	}
-	_ = os.Unsetenv(EnvPendingSignals)
-	for _, f := range strings.Split(v, ",") {
-		if n, err := strconv.Atoi(f); err == nil && n > 0 && n <= maxSignal {
-			_ = syscall.Kill(os.Getpid(), syscall.Signal(n))
-		}
-	}
 }

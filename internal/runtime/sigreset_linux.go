@@ -76,9 +76,14 @@ func resetIgnoredSignals() {
 // command starts (and SIGTERM/SIGINT pending at the exec reach the Go
 // runtime before it installs its handlers: as PID 1 the kernel drops them).
 func CleanSignalMask() error {
+	// Every Go thread has the same mask (the runtime's initial one, less what
+	// it unblocks), so any thread tells; only the re-exec needs this one.
+	var blocked unix.Sigset_t
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, nil, &blocked); err != nil || blocked.Val[0] == 0 {
+		return nil
+	}
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
-	var blocked unix.Sigset_t
 	if err := unix.PthreadSigmask(unix.SIG_SETMASK, nil, &blocked); err != nil || blocked.Val[0] == 0 {
 		return nil
 	}

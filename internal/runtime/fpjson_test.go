@@ -1,3 +1,5 @@
+//go:build !imagectl_stdjson
+
 package runtime
 
 import (

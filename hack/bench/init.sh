@@ -17,8 +17,4 @@ if [[ ! -x bin/imagectl-init ]]; then
   CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/imagectl-init ./cmd/imagectl-init
 fi
 go test ./internal/runtime/ -run '^$' -bench 'BenchmarkPrepare' -benchtime 500x
-# The same init with the fingerprint written through encoding/json, measured
-# in the same interleaved run.
-mkdir -p .cache/bench
-CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -tags imagectl_stdjson -o .cache/bench/imagectl-init-stdjson ./cmd/imagectl-init
-go run ./hack/bench/initstart -init bin/imagectl-init -init-stdjson .cache/bench/imagectl-init-stdjson -n "${INIT_BENCH_RUNS:-300}" "$@"
+go run ./hack/bench/initstart -init bin/imagectl-init -n "${INIT_BENCH_RUNS:-300}" "$@"

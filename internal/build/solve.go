@@ -143,7 +143,9 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 		}
 		if l.Policy.SSHKeyOnly {
 			if err := checkSSH(ctx, gc, l, root); err != nil {
-				policyErr = err
+				if pe := (*SSHPolicyError)(nil); errors.As(err, &pe) {
+					policyErr = pe
+				}
 				return nil, err
 			}
 		}

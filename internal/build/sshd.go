@@ -180,6 +180,11 @@ func checkSSH(ctx context.Context, gc gateway.Client, l *lock.Lock, root llb.Sta
 	if err != nil {
 		return err
 	}
+	// The image's own steps run first (the solve is lazy): their failure is
+	// the build's, not the check's.
+	if err := ref.Evaluate(ctx); err != nil {
+		return err
+	}
 	read := func(name string) string {
 		b, err := ref.ReadFile(ctx, gateway.ReadRequest{Filename: name})
 		if err != nil {

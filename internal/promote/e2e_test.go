@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/promote"
+	"imagectl/internal/sbom/sbomtest"
 	"imagectl/internal/sign"
 	"imagectl/internal/testenv"
 	"imagectl/internal/verify"
@@ -59,8 +60,17 @@ func TestCosignInterop(t *testing.T) {
 	env := testenv.Get(t)
 	env.Tool(t, "cosign")
 	f, _ := e2eFixture(t, env)
-	d := f.pushBig(4096, 2)
-	if err := sign.SignAndAttest(f.ctx, d, f.lock, sign.Builder{BuildKitVersion: "v0.34.2", SourceCommit: "0123abc"}, f.signer.opt()); err != nil {
+	// An image shaped like a build of the lock: the SBOM reads its packages.
+	img, err := sbomtest.Image(f.lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := img.Digest()
+	d, _ := name.NewDigest(f.staging + "@" + h.String())
+	if err := remote.Write(d, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := sign.SignAndAttest(f.ctx, d, f.lock, sign.Builder{BuildKitVersion: "v0.34.2", SourceCommit: "0123456789abcdef0123456789abcdef01234567"}, f.signer.opt()); err != nil {
 		t.Fatal(err)
 	}
 	f.attestVerification(d, f.passing(d), f.ver)

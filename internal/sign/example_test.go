@@ -1,7 +1,6 @@
 package sign_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -18,14 +17,17 @@ func ExampleNewStatement() {
 		fmt.Println(err)
 		return
 	}
-	var s sign.Statement
-	_ = json.Unmarshal(st, &s)
-	fmt.Println(s.Type)
-	fmt.Println(s.PredicateType)
-	fmt.Println(s.Subject[0].Name, s.Subject[0].Digest["sha256"][:8])
-	fmt.Println(string(s.Predicate))
+	s, pred, err := sign.ParseStatement(st)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.GetType())
+	fmt.Println(s.GetPredicateType())
+	fmt.Println(s.GetSubject()[0].GetName(), s.GetSubject()[0].GetDigest()["sha256"][:8])
+	fmt.Println(string(pred))
 	// Output:
-	// https://in-toto.io/Statement/v0.1
+	// https://in-toto.io/Statement/v1
 	// https://imagectl.dev/attestations/lock/v1
 	// registry.example/staging/pytorch aaaaaaaa
 	// {"name":"pytorch"}

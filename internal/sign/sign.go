@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	intoto "github.com/in-toto/attestation/go/v1"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
@@ -17,9 +18,12 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
+	"imagectl/internal/sbom"
 )
 
 // ociOptions are the cosign registry options for one call.
@@ -118,44 +122,58 @@ func Attest(ctx context.Context, ref name.Digest, predicateType string, predicat
 	return nil
 }
 
-// InTotoStatementType is the in-toto statement version Attest writes (the
-// one cosign v2 writes and reads).
-const InTotoStatementType = "https://in-toto.io/Statement/v0.1"
+// InTotoStatementType is the in-toto Statement version Attest writes (v1,
+// through the in-toto attestation bindings; cosign v2 reads it as it reads
+// v0.1, and VerifyAttestations reads both).
+const InTotoStatementType = intoto.StatementTypeUri
 
-// Statement is an in-toto statement.
-type Statement struct {
-	Type          string          `json:"_type"`
-	PredicateType string          `json:"predicateType"`
-	Subject       []Subject       `json:"subject"`
-	Predicate     json.RawMessage `json:"predicate"`
-}
-
-// Subject is what a statement is about.
-type Subject struct {
-	Name   string            `json:"name"`
-	Digest map[string]string `json:"digest"`
-}
-
-// NewStatement returns the canonical bytes of the in-toto statement Attest
-// signs for ref.
+// NewStatement returns the bytes of the in-toto Statement that Attest signs
+// for ref: built and validated with the in-toto attestation bindings, the
+// predicate a JSON object (carried as a protobuf Struct: keys sorted,
+// numbers as JSON numbers), encoded compactly so that the same statement
+// always gives the same bytes.
 func NewStatement(ref name.Digest, predicateType string, predicate []byte) ([]byte, error) {
 	if predicateType == "" {
 		return nil, fmt.Errorf("attesting %s: predicate type is empty", ref)
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, predicate); err != nil {
-		return nil, fmt.Errorf("attesting %s: predicate is not JSON: %w", ref, err)
+	var pred structpb.Struct
+	if err := protojson.Unmarshal(predicate, &pred); err != nil {
+		return nil, fmt.Errorf("attesting %s: predicate is not a JSON object: %w", ref, err)
 	}
 	alg, hex, ok := cutDigest(ref.DigestStr())
 	if !ok {
 		return nil, fmt.Errorf("attesting %s: malformed digest", ref)
 	}
-	return json.Marshal(Statement{
+	st := &intoto.Statement{
 		Type:          InTotoStatementType,
+		Subject:       []*intoto.ResourceDescriptor{{Name: ref.Context().Name(), Digest: map[string]string{alg: hex}}},
 		PredicateType: predicateType,
-		Subject:       []Subject{{Name: ref.Context().Name(), Digest: map[string]string{alg: hex}}},
-		Predicate:     compact.Bytes(),
-	})
+		Predicate:     &pred,
+	}
+	if err := st.Validate(); err != nil {
+		return nil, fmt.Errorf("attesting %s: %w", ref, err)
+	}
+	return marshalProto(st)
+}
+
+// ParseStatement reads an in-toto Statement (v1 or v0.1) with the in-toto
+// attestation bindings and checks it with their validator; it also returns
+// the predicate's JSON exactly as the statement carries it.
+func ParseStatement(b []byte) (*intoto.Statement, json.RawMessage, error) {
+	var st intoto.Statement
+	if err := protojson.Unmarshal(b, &st); err != nil {
+		return nil, nil, fmt.Errorf("reading the in-toto statement: %w", err)
+	}
+	if err := st.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("invalid in-toto statement: %w", err)
+	}
+	var raw struct {
+		Predicate json.RawMessage `json:"predicate"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, nil, fmt.Errorf("reading the in-toto statement: %w", err)
+	}
+	return &st, raw.Predicate, nil
 }
 
 func cutDigest(d string) (alg, hex string, ok bool) {
@@ -169,8 +187,33 @@ func cutDigest(d string) (alg, hex string, ok bool) {
 
 // SignAndAttest signs ref and writes its three build attestations (lock,
 // SPDX SBOM, SLSA provenance) with the key in opts: what `imagectl sign`
-// and `imagectl build --sign` do.
+// and `imagectl build --sign` do. The SBOM lists the packages the image
+// holds (sbom.Read reads its layers), so ref must be an image built from l.
 func SignAndAttest(ctx context.Context, ref name.Digest, l *lock.Lock, b Builder, opts ...Option) error {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return err
+	}
+	lp, err := LockPredicate(l)
+	if err != nil {
+		return err
+	}
+	prov, err := Provenance(l, b)
+	if err != nil {
+		return err
+	}
+	img, err := remote.Image(ref, o.remoteOptions(ctx)...)
+	if err != nil {
+		return fmt.Errorf("reading %s for its SBOM: %w", ref, err)
+	}
+	inv, err := sbom.Read(ctx, img, l)
+	if err != nil {
+		return fmt.Errorf("listing the packages of %s: %w", ref, err)
+	}
+	spdx, err := sbom.SPDX(inv, ref, l)
+	if err != nil {
+		return err
+	}
 	sv, err := LoadSigner(ctx, opts...)
 	if err != nil {
 		return err
@@ -179,22 +222,10 @@ func SignAndAttest(ctx context.Context, ref name.Digest, l *lock.Lock, b Builder
 	if err := Sign(ctx, ref, opts...); err != nil {
 		return err
 	}
-	lp, err := LockPredicate(l)
-	if err != nil {
-		return err
-	}
-	sbom, err := SPDX(l)
-	if err != nil {
-		return err
-	}
-	prov, err := Provenance(l, b)
-	if err != nil {
-		return err
-	}
 	for _, a := range []struct {
 		typ  string
 		pred []byte
-	}{{LockPredicateType, lp}, {SPDXPredicateType, sbom}, {ProvenancePredicateType, prov}} {
+	}{{LockPredicateType, lp}, {SPDXPredicateType, spdx}, {ProvenancePredicateType, prov}} {
 		if err := Attest(ctx, ref, a.typ, a.pred, opts...); err != nil {
 			return err
 		}

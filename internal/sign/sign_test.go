@@ -21,6 +21,7 @@ import (
 
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
+	"imagectl/internal/sbom/sbomtest"
 	"imagectl/internal/sign"
 )
 
@@ -52,6 +53,31 @@ func pushRandom(t *testing.T, repo string) name.Digest {
 	}
 	return tag.Context().Digest(h.String())
 }
+
+// pushBuilt writes an image shaped like imagectl's build of l (sbomtest)
+// to repo.
+func pushBuilt(t *testing.T, repo string, l *lock.Lock) name.Digest {
+	t.Helper()
+	img, err := sbomtest.Image(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := name.NewDigest(repo + "@" + h.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(d, img); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// testCommit is a full git commit hash, as the provenance wants it.
+const testCommit = "0123456789abcdef0123456789abcdef01234567"
 
 func keyPair(t *testing.T) (priv, pub string) {
 	t.Helper()
@@ -129,21 +155,21 @@ func layers(t *testing.T, ref name.Digest, suffix string) int {
 func TestAttest(t *testing.T) {
 	ctx := context.Background()
 	reg := newRegistry(t)
-	ref := pushRandom(t, reg+"/staging/img")
-	other := pushRandom(t, reg+"/staging/img")
-	priv, pub := keyPair(t)
-	_, wrongPub := keyPair(t)
-	key := sign.WithKey(priv, []byte(testPassword))
 	l := testLock()
 	if _, err := lock.Marshal(l); err != nil {
 		t.Fatal(err)
 	}
+	ref := pushBuilt(t, reg+"/staging/img", l)
+	other := pushRandom(t, reg+"/staging/img")
+	priv, pub := keyPair(t)
+	_, wrongPub := keyPair(t)
+	key := sign.WithKey(priv, []byte(testPassword))
 
-	if err := sign.SignAndAttest(ctx, ref, l, sign.Builder{BuildKitVersion: "v0.34.2", SourceCommit: "abc123"}, key); err != nil {
+	if err := sign.SignAndAttest(ctx, ref, l, sign.Builder{BuildKitVersion: "v0.34.2", SourceCommit: testCommit}, key); err != nil {
 		t.Fatalf("SignAndAttest = %v", err)
 	}
 	// The same statements again add nothing.
-	if err := sign.SignAndAttest(ctx, ref, l, sign.Builder{BuildKitVersion: "v0.34.2", SourceCommit: "abc123"}, key); err != nil {
+	if err := sign.SignAndAttest(ctx, ref, l, sign.Builder{BuildKitVersion: "v0.34.2", SourceCommit: testCommit}, key); err != nil {
 		t.Fatalf("SignAndAttest again = %v", err)
 	}
 	if n := layers(t, ref, ".att"); n != 3 {
@@ -164,7 +190,10 @@ func TestAttest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("VerifyAttestations(spdx) = %v", err)
 	}
-	for _, want := range []string{`"numpy"`, `"1.26.4"`, strings.Repeat("d", 64), `"libgomp1"`, strings.Repeat("c", 64), `"SPDX-2.3"`} {
+	// The image's packages: the locked ones with the lock's hashes, and
+	// the base's and the venv's.
+	for _, want := range []string{`"numpy"`, `"1.26.4"`, strings.Repeat("d", 64), `"libgomp1"`, strings.Repeat("c", 64), `"SPDX-2.3"`,
+		"pkg:deb/debian/bash@", "pkg:pypi/pip@", "pkg:generic/imagectl-init"} {
 		if !bytes.Contains(sbom[0], []byte(want)) {
 			t.Errorf("SPDX document lacks %s", want)
 		}
@@ -173,7 +202,7 @@ func TestAttest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("VerifyAttestations(provenance) = %v", err)
 	}
-	for _, want := range []string{"v0.34.2", "abc123", l.Digest, "specs/pytorch.hcl"} {
+	for _, want := range []string{"v0.34.2", testCommit, l.Digest, "specs/pytorch.hcl"} {
 		if !bytes.Contains(prov[0], []byte(want)) {
 			t.Errorf("provenance lacks %s: %s", want, prov[0])
 		}
@@ -206,7 +235,7 @@ func TestNoKeyMaterialInRegistry(t *testing.T) {
 	var logBuf bytes.Buffer
 	ctx := logs.With(context.Background(), slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	reg := newRegistry(t)
-	ref := pushRandom(t, reg+"/staging/img")
+	ref := pushBuilt(t, reg+"/staging/img", testLock())
 	priv, _ := keyPair(t)
 	privPEM, err := os.ReadFile(priv)
 	if err != nil {

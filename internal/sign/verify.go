@@ -2,11 +2,11 @@ package sign
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	intoto "github.com/in-toto/attestation/go/v1"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
@@ -90,14 +90,14 @@ func VerifyAttestations(ctx context.Context, ref name.Digest, predicateType, pub
 		if err != nil {
 			continue
 		}
-		var st Statement
-		if err := json.Unmarshal(stb, &st); err != nil || st.PredicateType != predicateType {
+		st, pred, err := ParseStatement(stb)
+		if err != nil || st.GetPredicateType() != predicateType {
 			continue
 		}
-		if !subjectIs(st.Subject, ref) {
+		if !subjectIs(st.GetSubject(), ref) {
 			continue
 		}
-		out = append(out, []byte(st.Predicate))
+		out = append(out, []byte(pred))
 	}
 	if len(out) == 0 {
 		return nil, &NoAttestationError{Ref: ref, PredicateType: predicateType}
@@ -105,10 +105,10 @@ func VerifyAttestations(ctx context.Context, ref name.Digest, predicateType, pub
 	return out, nil
 }
 
-func subjectIs(subjects []Subject, ref name.Digest) bool {
+func subjectIs(subjects []*intoto.ResourceDescriptor, ref name.Digest) bool {
 	alg, hex, _ := cutDigest(ref.DigestStr())
 	for _, s := range subjects {
-		if s.Digest[alg] == hex {
+		if s.GetDigest()[alg] == hex {
 			return true
 		}
 	}

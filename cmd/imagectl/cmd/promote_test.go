@@ -14,12 +14,12 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
+	"imagectl/internal/sbom/sbomtest"
 	"imagectl/internal/verify"
 )
 
@@ -65,7 +65,8 @@ func TestSignPromotePinCLI(t *testing.T) {
 		t.Fatalf("generate-key-pair = %q, %d", errs, code)
 	}
 
-	img, err := random.Image(1024, 2)
+	l := &lock.Lock{SchemaVersion: 1, Name: "demo", Core: lock.Core{Python: "3.11", Torch: "2.6.0"}}
+	img, err := sbomtest.Image(l) // shaped like a build of l: sign reads its packages
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,6 @@ func TestSignPromotePinCLI(t *testing.T) {
 	if err := remote.Write(ref, img); err != nil {
 		t.Fatal(err)
 	}
-	l := &lock.Lock{SchemaVersion: 1, Name: "demo", Core: lock.Core{Python: "3.11", Torch: "2.6.0"}}
 	imgDir := filepath.Join(dir, "images", "demo")
 	lockPath := filepath.Join(imgDir, "lock.json")
 	if err := lock.Write(lockPath, l); err != nil {

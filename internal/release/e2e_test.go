@@ -125,6 +125,11 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 	if b, err := os.ReadFile(oc.Promoted.Changelog); err != nil || !strings.Contains(string(b), "First release") {
 		t.Errorf("changelog %s = %q, %v; want a first-release note", oc.Promoted.Changelog, b, err)
 	}
+	if d, err := name.NewDigest(oc.Ref); err == nil {
+		checkSBOM(t, ctx, d, signPub)
+	} else {
+		t.Errorf("release ref %q: %v", oc.Ref, err)
+	}
 
 	// A refused promotion (signatures checked against the wrong key) changes
 	// neither the release file nor the release repository's tags.

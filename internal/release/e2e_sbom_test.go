@@ -1,0 +1,96 @@
+package release
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	spdxjson "github.com/spdx/tools-golang/json"
+
+	"imagectl/internal/build"
+	"imagectl/internal/sbom"
+	"imagectl/internal/sign"
+)
+
+// checkSBOM reads the SPDX attestation of ref (signed by pub) with
+// spdx/tools-golang's reader and checks that its Debian and Python
+// packages are exactly what dpkg-query and pip list report inside the
+// image, run with podman.
+func checkSBOM(t *testing.T, ctx context.Context, ref name.Digest, pub string) {
+	t.Helper()
+	preds, err := sign.VerifyAttestations(ctx, ref, sign.SPDXPredicateType, pub)
+	if err != nil {
+		t.Fatalf("VerifyAttestations(spdx) = %v", err)
+	}
+	doc, err := spdxjson.Read(bytes.NewReader(preds[0]))
+	if err != nil {
+		t.Fatalf("the SPDX attestation does not read as SPDX: %v", err)
+	}
+	var sbomDebs, sbomPy []string
+	var inits int
+	for _, p := range doc.Packages {
+		purl := ""
+		for _, r := range p.PackageExternalReferences {
+			if r.RefType == "purl" {
+				purl = r.Locator
+			}
+		}
+		switch {
+		case strings.HasPrefix(purl, "pkg:deb/"):
+			arch := purl[strings.Index(purl, "arch=")+len("arch="):]
+			arch, _, _ = strings.Cut(arch, "&")
+			sbomDebs = append(sbomDebs, p.PackageName+":"+arch+"="+p.PackageVersion)
+		case strings.HasPrefix(purl, "pkg:pypi/"):
+			sbomPy = append(sbomPy, p.PackageName+"="+p.PackageVersion)
+		case strings.HasPrefix(purl, "pkg:generic/imagectl-init"):
+			inits++
+		}
+	}
+
+	script := `set -e
+dpkg-query -W -f '${db:Status-Status} ${Package}:${Architecture}=${Version}\n' > /tmp/dpkg
+grep '^installed ' /tmp/dpkg | cut -d' ' -f2
+echo ---
+if [ -x ` + build.VenvPath + `/bin/pip ]; then ` + build.VenvPath + `/bin/python -m pip list --format json
+else python3 -m pip --python ` + build.VenvPath + `/bin/python list --format json; fi`
+	args := []string{"run", "--rm", "--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"}
+	if strings.HasPrefix(ref.RegistryStr(), "127.0.0.1:") || strings.HasPrefix(ref.RegistryStr(), "localhost:") {
+		args = append(args, "--tls-verify=false")
+	}
+	out, err := exec.CommandContext(ctx, "podman", append(args, ref.String(), "/bin/sh", "-c", script)...).Output()
+	if err != nil {
+		t.Fatalf("podman run %s: %v\n%s", ref, err, out)
+	}
+	dpkgOut, pipOut, ok := strings.Cut(string(out), "---\n")
+	if !ok {
+		t.Fatalf("podman run output lacks the separator:\n%s", out)
+	}
+	imageDebs := strings.Fields(dpkgOut)
+	var pipList []struct{ Name, Version string }
+	if err := json.Unmarshal([]byte(pipOut), &pipList); err != nil {
+		t.Fatalf("pip list: %v\n%s", err, pipOut)
+	}
+	var imagePy []string
+	for _, p := range pipList {
+		imagePy = append(imagePy, sbom.Normalize(p.Name)+"="+p.Version)
+	}
+	for _, s := range [][]string{sbomDebs, sbomPy, imageDebs, imagePy} {
+		slices.Sort(s)
+	}
+	t.Logf("SBOM of %s: %d packages (%d debs, %d Python, %d init); the image: %d debs (dpkg-query -W), %d Python (pip list)",
+		ref, len(doc.Packages), len(sbomDebs), len(sbomPy), inits, len(imageDebs), len(imagePy))
+	if !slices.Equal(sbomDebs, imageDebs) {
+		t.Errorf("SBOM debs differ from dpkg-query -W in the image:\nSBOM:  %v\nimage: %v", sbomDebs, imageDebs)
+	}
+	if !slices.Equal(sbomPy, imagePy) {
+		t.Errorf("SBOM Python packages differ from pip list in the image:\nSBOM:  %v\nimage: %v", sbomPy, imagePy)
+	}
+	if inits != 1 {
+		t.Errorf("SBOM lists %d init packages, want 1", inits)
+	}
+}

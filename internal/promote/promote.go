@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
@@ -190,8 +190,7 @@ func (o *options) plan(ctx context.Context, repo name.Repository, src name.Diges
 	} else if err != nil {
 		return nil, nil, nil, classify(fmt.Errorf("checking %s: %w", dst, err))
 	}
-	for _, suffix := range []string{".sig", ".att"} {
-		st := src.Context().Tag(attachmentTag(src, suffix))
+	for _, st := range attachmentTags(src) {
 		sd, err := head(st, ro)
 		if errors.Is(err, errNotFound) {
 			continue // the gates refuse a digest without them
@@ -264,11 +263,10 @@ func (o *options) do(ctx context.Context, a *Action, byDigest map[string]name.Di
 
 // findAttachment returns the source .sig/.att tag for a destination one.
 func findAttachment(dst name.Tag, byDigest map[string]name.Digest) (name.Reference, error) {
-	t := dst.TagStr()
 	for _, src := range byDigest {
-		for _, suffix := range []string{".sig", ".att"} {
-			if attachmentTag(src, suffix) == t {
-				return src.Context().Tag(t), nil
+		for _, st := range attachmentTags(src) {
+			if st.TagStr() == dst.TagStr() {
+				return st, nil
 			}
 		}
 	}
@@ -297,10 +295,14 @@ func copyManifest(src, dst name.Reference, ro []remote.Option) error {
 	return remote.Write(dst, img, ro...)
 }
 
-// attachmentTag is cosign's tag for src's signatures (.sig) or
-// attestations (.att): sha256-<hex><suffix>.
-func attachmentTag(src name.Digest, suffix string) string {
-	return strings.Replace(src.DigestStr(), ":", "-", 1) + suffix
+// attachmentTags are cosign's tags for src's signatures and attestations
+// in src's repository (sha256-<hex>.sig and .att), as cosign's ociremote
+// computes them.
+func attachmentTags(src name.Digest) []name.Tag {
+	// For a digest neither helper touches the registry, so they cannot fail.
+	sig, _ := ociremote.SignatureTag(src)
+	att, _ := ociremote.AttestationTag(src)
+	return []name.Tag{sig, att}
 }
 
 var errNotFound = errors.New("not found")

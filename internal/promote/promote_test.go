@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
@@ -80,11 +81,13 @@ func testRefusals(t *testing.T, reg, releasePrefix string) {
 			f.attestLock(d, f.lock, f.signer)
 			f.attestVerification(d, f.passing(d), f.ver)
 			// Copy a's signature image to d's signature tag.
-			sig, err := remote.Image(a.Context().Tag(strings.Replace(a.DigestStr(), ":", "-", 1) + ".sig"))
+			aSig, _ := ociremote.SignatureTag(a)
+			dSig, _ := ociremote.SignatureTag(d)
+			sig, err := remote.Image(aSig)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := remote.Write(d.Context().Tag(strings.Replace(d.DigestStr(), ":", "-", 1)+".sig"), sig); err != nil {
+			if err := remote.Write(dSig, sig); err != nil {
 				t.Fatal(err)
 			}
 			return d.String()

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
@@ -137,10 +138,23 @@ func TestSignVerify(t *testing.T) {
 	}
 }
 
+// attachmentTag is cosign's .sig or .att tag of ref, from cosign's ociremote.
+func attachmentTag(t *testing.T, ref name.Digest, suffix string) name.Tag {
+	t.Helper()
+	tag, err := ociremote.SignatureTag(ref)
+	if suffix == ".att" {
+		tag, err = ociremote.AttestationTag(ref)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tag
+}
+
 // layers counts the layers of the .sig or .att image of ref.
 func layers(t *testing.T, ref name.Digest, suffix string) int {
 	t.Helper()
-	tag := ref.Context().Tag(strings.Replace(ref.DigestStr(), ":", "-", 1) + suffix)
+	tag := attachmentTag(t, ref, suffix)
 	img, err := remote.Image(tag)
 	if err != nil {
 		t.Fatalf("reading %s: %v", tag, err)
@@ -247,7 +261,7 @@ func TestNoKeyMaterialInRegistry(t *testing.T) {
 	}
 	secrets := secretsOf(t, privPEM)
 	for _, suffix := range []string{".sig", ".att"} {
-		tag := ref.Context().Tag(strings.Replace(ref.DigestStr(), ":", "-", 1) + suffix)
+		tag := attachmentTag(t, ref, suffix)
 		img, err := remote.Image(tag)
 		if err != nil {
 			t.Fatal(err)

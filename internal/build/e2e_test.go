@@ -15,6 +15,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/solver/errdefs"
+	"github.com/moby/buildkit/util/grpcerrors"
+	"google.golang.org/grpc/codes"
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/initconfig"
@@ -185,6 +188,26 @@ func TestE2ETamperedHashFailsAndPushesNothing(t *testing.T) {
 		t.Fatalf("Solve(tampered) = %v, want a *ChecksumError", err)
 	}
 	t.Logf("error: %v", err)
+	// The daemon's own error: gRPC code Unknown, the failing vertex as the
+	// only typed detail, the digests only in its text (errors.go). If
+	// BuildKit starts sending a typed checksum error, this says so.
+	if code := grpcerrors.Code(ce.Err); code != codes.Unknown {
+		t.Errorf("BuildKit's checksum failure has gRPC code %v, want Unknown (a typed status: map it in errors.go instead of the text)", code)
+	}
+	var ve *errdefs.VertexError
+	if !errors.As(ce.Err, &ve) {
+		t.Errorf("BuildKit's checksum failure carries no VertexError: %v", ce.Err)
+	}
+	form := -1
+	for i, re := range mismatchREs {
+		if m := re.FindStringSubmatch(ce.Err.Error()); m != nil && m[1] == "sha256:"+real && strings.Contains(m[0], sum("not demo-util")) {
+			form = i
+		}
+	}
+	if form < 0 {
+		t.Errorf("BuildKit's message %q matches none of the forms errors.go reads with both digests", ce.Err)
+	}
+	t.Logf("BuildKit's message (form %d of errors.go): %v", form+1, ce.Err)
 	if ce.Artifact.Name != "demo-util" || ce.Want != "sha256:"+sum("not demo-util") || ce.Got != "sha256:"+real {
 		t.Errorf("ChecksumError = {%v want %s got %s}, want demo-util with the lock's and the served hash", ce.Artifact, ce.Want, ce.Got)
 	}

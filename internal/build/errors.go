@@ -97,14 +97,22 @@ func Artifacts(def *pb.Definition, l *lock.Lock) (map[digest.Digest]Artifact, er
 	return out, nil
 }
 
-// mismatchRE finds the digests in BuildKit's checksum failures, which come
-// in two forms: "digest mismatch for URL: sha256:GOT (expected: sha256:WANT)"
-// and "digest mismatch sha256:GOT: sha256:WANT". The served digest is the one
-// that is not the lock's. It is read for the report only: which package
-// failed comes from the failing vertex's digest, not from the text.
-var mismatchRE = regexp.MustCompile(`digest mismatch.*`)
-
-var digestRE = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
+// BuildKit (v0.34.2, source/http/source.go) reports a checksum failure of
+// an HTTP source only as text: a pkg/errors message that reaches the client
+// with gRPC code Unknown and, as its only typed detail, the VertexError of
+// the failing source (TestE2ETamperedHashFailsAndPushesNothing checks both
+// on the real daemon, so a BuildKit that starts sending a typed error shows
+// up there). Which artifact failed comes from that VertexError; only "was it
+// the checksum, and what did the URL serve" is read from the text, in the
+// two forms BuildKit writes:
+//
+//	digest mismatch for URL: sha256:GOT (expected: sha256:WANT)  (validatePinnedChecksum)
+//	digest mismatch sha256:GOT: sha256:WANT                      (the fetch after the cache key; what the
+//	                                                              end-to-end test gets from buildkitd v0.34.2)
+var mismatchREs = []*regexp.Regexp{
+	regexp.MustCompile(`digest mismatch for \S+: (sha256:[0-9a-f]{64}) \(expected: sha256:[0-9a-f]{64}\)`),
+	regexp.MustCompile(`digest mismatch (sha256:[0-9a-f]{64}): sha256:[0-9a-f]{64}`),
+}
 
 // mapSolveError turns a failure of an HTTP source vertex into a
 // ChecksumError or FetchError naming the lock entry.
@@ -117,16 +125,11 @@ func mapSolveError(err error, arts map[digest.Digest]Artifact) error {
 	if !ok {
 		return err
 	}
-	if m := mismatchRE.FindString(err.Error()); m != "" {
-		want, _ := sha256Digest(a.SHA256)
-		ce := &ChecksumError{Artifact: a, Want: want.String(), Err: err}
-		for _, d := range digestRE.FindAllString(m, -1) {
-			if d != ce.Want {
-				ce.Got = d
-				break
-			}
+	for _, re := range mismatchREs {
+		if m := re.FindStringSubmatch(err.Error()); m != nil {
+			want, _ := sha256Digest(a.SHA256)
+			return &ChecksumError{Artifact: a, Want: want.String(), Got: m[1], Err: err}
 		}
-		return ce
 	}
 	return &FetchError{Artifact: a, Err: err}
 }

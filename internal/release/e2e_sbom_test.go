@@ -82,8 +82,8 @@ else python3 -m pip --python ` + build.VenvPath + `/bin/python list --format jso
 	for _, s := range [][]string{sbomDebs, sbomPy, imageDebs, imagePy} {
 		slices.Sort(s)
 	}
-	t.Logf("SBOM of %s: %d packages (%d debs, %d Python, %d init); the image: %d debs (dpkg-query -W), %d Python (pip list)",
-		ref, len(doc.Packages), len(sbomDebs), len(sbomPy), inits, len(imageDebs), len(imagePy))
+	t.Logf("SBOM of %s: %d packages (%d debs, %d Python %v, %d init); the image: %d debs (dpkg-query -W), %d Python (pip list)",
+		ref, len(doc.Packages), len(sbomDebs), len(sbomPy), sbomPy, inits, len(imageDebs), len(imagePy))
 	if !slices.Equal(sbomDebs, imageDebs) {
 		t.Errorf("SBOM debs differ from dpkg-query -W in the image:\nSBOM:  %v\nimage: %v", sbomDebs, imageDebs)
 	}

@@ -84,8 +84,14 @@ image's repository) with a cosign key file or a KMS key. With --lock it also
 attaches three signed in-toto attestations (tag sha256-<hex>.att):
 
   ` + sign.LockPredicateType + `   the lock file
-  ` + sign.SPDXPredicateType + `                  SPDX 2.3 SBOM: every deb and wheel, version, sha256
+  ` + sign.SPDXPredicateType + `                  SPDX 2.3 SBOM: every package in the image (the base's
+                                             dpkg database, the locked debs and wheels with their
+                                             sha256, the venv's pip, the init), with package URLs
   ` + sign.ProvenancePredicateType + `             SLSA provenance: builder, BuildKit, lock digest, spec, commit
+                                             (--source-commit: the full hash)
+
+The SBOM is read from the image's layers, so IMAGE@DIGEST must be the image
+built from the lock.
 
 Signing is offline: nothing goes to a transparency log (air-gapped
 platforms). The stock cosign CLI verifies the result:

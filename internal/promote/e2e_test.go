@@ -65,11 +65,7 @@ func TestCosignInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _ := img.Digest()
-	d, _ := name.NewDigest(f.staging + "@" + h.String())
-	if err := remote.Write(d, img); err != nil {
-		t.Fatal(err)
-	}
+	d := f.pushImage(img)
 	if err := sign.SignAndAttest(f.ctx, d, f.lock, sign.Builder{BuildKitVersion: "v0.34.2", SourceCommit: "0123456789abcdef0123456789abcdef01234567"}, f.signer.opt()); err != nil {
 		t.Fatal(err)
 	}

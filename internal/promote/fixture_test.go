@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -115,6 +116,12 @@ func (f *fixture) push(layers int64) name.Digest {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	return f.pushImage(img)
+}
+
+// pushImage writes img to staging by digest.
+func (f *fixture) pushImage(img v1.Image) name.Digest {
+	f.t.Helper()
 	h, _ := img.Digest()
 	d, err := name.NewDigest(f.staging + "@" + h.String())
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,7 +110,7 @@ func TestReadAndSPDX(t *testing.T) {
 	} {
 		got, ok := purls[purl]
 		if !ok {
-			t.Errorf("no package with purl %s; have %v", purl, keys(purls))
+			t.Errorf("no package with purl %s; have %v", purl, slices.Sorted(maps.Keys(purls)))
 		} else if got != sum {
 			t.Errorf("%s: sha256 %q, want %q", purl, got, sum)
 		}
@@ -140,14 +142,6 @@ func TestReadAndSPDX(t *testing.T) {
 	if !bytes.Equal(b, again) {
 		t.Error("SPDX is not deterministic")
 	}
-}
-
-func keys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // TestReadSkipsBigWheelLayers: the torch layer is never read (its wheel

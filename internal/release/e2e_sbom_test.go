@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,15 +15,40 @@ import (
 	spdxjson "github.com/spdx/tools-golang/json"
 
 	"imagectl/internal/build"
+	"imagectl/internal/lock"
 	"imagectl/internal/sbom"
 	"imagectl/internal/sign"
+	"imagectl/internal/testenv"
+	"imagectl/internal/wheelhouse"
 )
+
+// addHostPip adds Debian's pip wheel (python3-pip-whl, which make deps
+// installs) to the index: the lock resolves and installs with a pip wheel
+// from the index, as make up's index serves it.
+func addHostPip(t *testing.T, index testenv.WheelIndex) {
+	t.Helper()
+	m, _ := filepath.Glob("/usr/share/python-wheels/pip-*-py3-none-any.whl")
+	if len(m) == 0 {
+		t.Fatal("no /usr/share/python-wheels/pip-*.whl: run make deps (python3-pip-whl)")
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(index.Dir, "files", filepath.Base(m[0])), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wheelhouse.WriteIndex(index.Dir); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // checkSBOM reads the SPDX attestation of ref (signed by pub) with
 // spdx/tools-golang's reader and checks that its Debian and Python
 // packages are exactly what dpkg-query and pip list report inside the
-// image, run with podman.
-func checkSBOM(t *testing.T, ctx context.Context, ref name.Digest, pub string) {
+// image, run with podman, and that each of l's debs and wheels (its pip
+// too) carries the lock's sha256.
+func checkSBOM(t *testing.T, ctx context.Context, ref name.Digest, pub string, l *lock.Lock) {
 	t.Helper()
 	preds, err := sign.VerifyAttestations(ctx, ref, sign.SPDXPredicateType, pub)
 	if err != nil {
@@ -31,9 +58,22 @@ func checkSBOM(t *testing.T, ctx context.Context, ref name.Digest, pub string) {
 	if err != nil {
 		t.Fatalf("the SPDX attestation does not read as SPDX: %v", err)
 	}
+	lockSums := map[string]string{} // "deb:name:arch" or "pypi:name" -> sha256
+	for _, d := range l.Apt {
+		lockSums["deb:"+d.Name+":"+d.Arch] = d.SHA256
+	}
+	for _, w := range append(slices.Clone(l.Pip), l.Resolver) {
+		lockSums["pypi:"+w.Name] = w.SHA256
+	}
 	var sbomDebs, sbomPy []string
 	var inits int
 	for _, p := range doc.Packages {
+		sum := ""
+		for _, c := range p.PackageChecksums {
+			if c.Algorithm == "SHA256" {
+				sum = c.Value
+			}
+		}
 		purl := ""
 		for _, r := range p.PackageExternalReferences {
 			if r.RefType == "purl" {
@@ -45,8 +85,16 @@ func checkSBOM(t *testing.T, ctx context.Context, ref name.Digest, pub string) {
 			arch := purl[strings.Index(purl, "arch=")+len("arch="):]
 			arch, _, _ = strings.Cut(arch, "&")
 			sbomDebs = append(sbomDebs, p.PackageName+":"+arch+"="+p.PackageVersion)
+			if want, ok := lockSums["deb:"+p.PackageName+":"+arch]; ok && sum != want {
+				t.Errorf("SBOM deb %s:%s has sha256 %q, the lock %s", p.PackageName, arch, sum, want)
+			}
+			delete(lockSums, "deb:"+p.PackageName+":"+arch)
 		case strings.HasPrefix(purl, "pkg:pypi/"):
 			sbomPy = append(sbomPy, p.PackageName+"="+p.PackageVersion)
+			if want, ok := lockSums["pypi:"+p.PackageName]; ok && sum != want {
+				t.Errorf("SBOM wheel %s has sha256 %q, the lock %s", p.PackageName, sum, want)
+			}
+			delete(lockSums, "pypi:"+p.PackageName)
 		case strings.HasPrefix(purl, "pkg:generic/imagectl-init"):
 			inits++
 		}
@@ -89,6 +137,9 @@ else python3 -m pip --python ` + build.VenvPath + `/bin/python list --format jso
 	}
 	if !slices.Equal(sbomPy, imagePy) {
 		t.Errorf("SBOM Python packages differ from pip list in the image:\nSBOM:  %v\nimage: %v", sbomPy, imagePy)
+	}
+	if len(lockSums) != 0 {
+		t.Errorf("locked artifacts missing from the SBOM: %v", lockSums)
 	}
 	if inits != 1 {
 		t.Errorf("SBOM lists %d init packages, want 1", inits)

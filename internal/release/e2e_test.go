@@ -47,6 +47,7 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 		wheelhouse.Spec{Name: "demo-util", Version: "1.0.0", Requires: []string{"demo-dep>=1"}},
 		wheelhouse.Spec{Name: "demo-dep", Version: "1.0.0"},
 	)
+	addHostPip(t, index)
 	imgs, err := spec.Load(ctx, []string{filepath.Join(env.Root, "specs", "demo.hcl")},
 		spec.WithVars(map[string]string{"registry": env.Registry, "wheel_index": index.URL}))
 	if err != nil {
@@ -125,10 +126,12 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 	if b, err := os.ReadFile(oc.Promoted.Changelog); err != nil || !strings.Contains(string(b), "First release") {
 		t.Errorf("changelog %s = %q, %v; want a first-release note", oc.Promoted.Changelog, b, err)
 	}
-	if d, err := name.NewDigest(oc.Ref); err == nil {
-		checkSBOM(t, ctx, d, signPub)
-	} else {
+	if d, err := name.NewDigest(oc.Ref); err != nil {
 		t.Errorf("release ref %q: %v", oc.Ref, err)
+	} else if l, err := lock.Read(lock.Path(images, "demo")); err != nil {
+		t.Error(err)
+	} else {
+		checkSBOM(t, ctx, d, signPub, l)
 	}
 
 	// A refused promotion (signatures checked against the wrong key) changes

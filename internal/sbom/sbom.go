@@ -1,7 +1,7 @@
 // Package sbom lists every package in a built image: the dpkg database as
 // the image holds it (the base's packages and the locked debs), the Python
 // distributions in the venv (the locked wheels and what the venv brought,
-// such as pip), and the init binary; and writes that list as an SPDX 2.3
+// such as setuptools), and the init binary; and writes that list as an SPDX 2.3
 // document (spdx/tools-golang) with a package URL for each package and,
 // for what the lock pinned, the lock's sha256.
 //
@@ -42,7 +42,8 @@ const (
 	OriginBase Origin = "base"
 	// OriginLock: the lock pinned it; SHA256, URL and Filename are the lock's.
 	OriginLock Origin = "lock"
-	// OriginVenv: python3 -m venv installed it (pip, from ensurepip).
+	// OriginVenv: in the venv, but not in the lock (a venv made by an
+	// imagectl before the lock pinned pip had ensurepip's pip and setuptools).
 	OriginVenv Origin = "venv"
 	// OriginImagectl: imagectl installed it (the init).
 	OriginImagectl Origin = "imagectl"
@@ -191,9 +192,14 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 
 	// Python: the venv's dist-info directories, plus the wheels of the
 	// layers not read.
+	// The lock's pip (its resolver) is installed in the venv like a wheel.
+	locked := slices.Clone(l.Pip)
+	if l.Resolver.Name != "" && len(l.Pip) > 0 {
+		locked = append(locked, l.Resolver)
+	}
 	wheels := map[string]lock.Wheel{}
-	for _, w := range l.Pip {
-		wheels[w.Name] = w
+	for _, w := range locked {
+		wheels[Normalize(w.Name)] = w
 	}
 	seen := map[string]bool{}
 	var metas []string
@@ -227,8 +233,8 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 			inv.Packages = append(inv.Packages, wheelPackage(w))
 		}
 	}
-	for _, w := range l.Pip {
-		if !seen[w.Name] {
+	for _, w := range locked {
+		if !seen[Normalize(w.Name)] {
 			return nil, fmt.Errorf("locked wheel %s %s is not installed in %s: the image was not built from lock %s", w.Name, w.Version, build.VenvPath, l.Name)
 		}
 	}

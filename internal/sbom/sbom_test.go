@@ -197,3 +197,28 @@ func (c *countingLayer) Uncompressed() (io.ReadCloser, error) {
 	c.opened++
 	return c.Layer.Uncompressed()
 }
+
+// TestReadResolver: the lock's pip (its resolver wheel, installed in the
+// venv) is a locked package, with the lock's hash.
+func TestReadResolver(t *testing.T) {
+	l := testLock()
+	l.Resolver = lock.Wheel{Name: "pip", Version: "24.3.1", Filename: "pip-24.3.1-py3-none-any.whl", URL: "http://index/pip.whl", SHA256: strings.Repeat("3", 64)}
+	img, err := sbomtest.Image(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := sbom.Read(context.Background(), img, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range inv.Packages {
+		if p.Name == "pip" && (p.Version != "24.3.1" || p.Origin != sbom.OriginLock || p.SHA256 != strings.Repeat("3", 64)) {
+			t.Errorf("pip = %+v, want the lock's resolver 24.3.1 with its hash", p)
+		}
+	}
+	// An image whose venv holds another pip is not the build of this lock.
+	l.Resolver.Version = "25.0"
+	if _, err := sbom.Read(context.Background(), img, l); err == nil || !strings.Contains(err.Error(), "pip is 24.3.1 in the image, the lock has 25.0") {
+		t.Errorf("Read(another pip) = %v, want a version mismatch", err)
+	}
+}

@@ -86,7 +86,7 @@ attaches three signed in-toto attestations (tag sha256-<hex>.att):
   ` + sign.LockPredicateType + `   the lock file
   ` + sign.SPDXPredicateType + `                  SPDX 2.3 SBOM: every package in the image (the base's
                                              dpkg database, the locked debs and wheels with their
-                                             sha256, the venv's pip, the init), with package URLs
+                                             sha256, the lock's pip, the init), with package URLs
   ` + sign.ProvenancePredicateType + `             SLSA provenance: builder, BuildKit, lock digest, spec, commit
                                              (--source-commit: the full hash)
 

@@ -33,7 +33,7 @@ var BaseDebs = []lock.Deb{
 	{Name: "tzdata", Version: "2024b-0+deb12u1", Arch: "all"},
 }
 
-// PipVersion is the pip the venv layer brings (ensurepip's).
+// PipVersion is the pip the venv layer holds when the lock has no resolver.
 const PipVersion = "23.0.1"
 
 // InitBinary is the content of the init in the images Image builds.
@@ -124,7 +124,11 @@ func Image(l *lock.Lock) (v1.Image, error) {
 			}
 			files = append(files, File{Path: "/var/lib/dpkg/status", Body: Status(debs...)})
 		case build.KindVenv:
-			files = append(files, DistInfo("pip", PipVersion), File{Path: build.VenvPath + "/pyvenv.cfg", Body: "home = /usr/bin\n"})
+			pip := PipVersion
+			if l.Resolver.Version != "" {
+				pip = l.Resolver.Version
+			}
+			files = append(files, DistInfo("pip", pip), File{Path: build.VenvPath + "/pyvenv.cfg", Body: "home = /usr/bin\n"})
 		case build.KindBig, build.KindPeriphery:
 			for _, w := range pl.Wheels {
 				files = append(files, DistInfo(w.Name, w.Version))

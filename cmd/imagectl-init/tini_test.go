@@ -532,7 +532,7 @@ func TestTiniFlags(t *testing.T) {
 				// report SIGUSR1; without -g only the command gets it.
 				child := `sh -c 'trap "echo grandchild >> \"$DIR/got\"; exit 0" USR1; echo x > "$DIR/gc-ready"; while :; do sleep 0.05; done' &
 while [ ! -e "$DIR/gc-ready" ]; do sleep 0.02; done
-trap 'echo child >> "$DIR/got"; sleep 0.5; exit 0' USR1
+trap 'echo child >> "$DIR/got"; sleep 1; exit 0' USR1
 echo x > "$DIR/ready"
 while :; do sleep 0.05; done`
 				for _, tc := range []struct {
@@ -612,7 +612,7 @@ while :; do sleep 0.05; done`
 			})
 
 			t.Run("-w warns about reaped zombies", func(t *testing.T) {
-				code, stdout, stderr := runDirect(t, nil, bin, "-s", "-w", "--", "sh", "-c", `(sleep 0.1 &); sleep 0.5`)
+				code, stdout, stderr := runDirect(t, nil, bin, "-s", "-w", "--", "sh", "-c", `(sleep 0.1 &); sleep 1`)
 				want := "reaped zombie process pid="
 				if i.isTini() {
 					want = "Reaped zombie process with pid="

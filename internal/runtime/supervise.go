@@ -64,8 +64,8 @@ var urgentSignals = []os.Signal{
 // only urgentSignals are registered before Listen returns; the rest,
 // which the runtime drops while nobody catches them (as the init drops any
 // signal but SIGTERM/SIGINT before the command starts), are registered
-// beside the preparation steps and the command's fork, and Wait waits for
-// them before it forwards anything.
+// beside the preparation steps, and Start waits for them before it forks
+// the command.
 func Listen(o ListenOptions) (p *Process, warn, err error) {
 	p = &Process{
 		forward: make(chan os.Signal, 128),
@@ -196,6 +196,9 @@ func (p *Process) Start(ctx context.Context, argv, env []string) (pid, code int,
 	if len(argv) == 0 {
 		return 0, 127, errors.New("no command to run")
 	}
+	// Every forwarded signal is caught before the command exists, so none
+	// sent to the init after the command started is dropped.
+	<-p.ready
 	path, err := lookPath(argv[0], env)
 	if err != nil {
 		return 0, 127, err
@@ -231,10 +234,6 @@ func (p *Process) Wait(ctx context.Context, pid int, o WaitOptions) int {
 	if o.ProcessGroup {
 		target = -pid
 	}
-	// The registrations Listen left running end here, a fraction of a
-	// millisecond after the fork at most; a non-urgent signal that came
-	// before is dropped, like one that comes before the command starts.
-	<-p.ready
 	var killTimer <-chan time.Time
 	for {
 		if code, done := reap(ctx, pid, o.WarnReap); done {

@@ -688,3 +688,61 @@ func killGroupOf(dir string) {
 		}
 	}
 }
+
+// TestStrayFaultSignalsNotPID1: under another init (`-s`, not PID 1) the
+// kernel does not protect the init from signals it has no handler for.
+// imagectl-init catches a SIGSEGV sent by kill and forwards it; tini, which
+// leaves it at its default, is killed by it (and its command is orphaned).
+func TestStrayFaultSignalsNotPID1(t *testing.T) {
+	needPython(t)
+	for _, i := range inits() {
+		t.Run(i.name, func(t *testing.T) {
+			needInit(t, i)
+			t.Parallel()
+			cmd := exec.Command(i.bin, "-s", "--", "python3", "-c", sigChild)
+			dir := t.TempDir()
+			_ = os.WriteFile(filepath.Join(dir, "none.json"), []byte("{}"), 0o644)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "IMAGECTL_RUNTIME_CONFIG=" + filepath.Join(dir, "none.json")}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(out)
+			if !sc.Scan() || sc.Text() != "ready" {
+				_ = cmd.Process.Kill()
+				t.Fatalf("%s: no ready line", i.name)
+			}
+			// The command's pid, to end it even after its init is gone.
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))
+			defer func() {
+				for _, f := range strings.Fields(string(b)) {
+					if n, err := strconv.Atoi(f); err == nil {
+						_ = syscall.Kill(n, syscall.SIGKILL)
+					}
+				}
+				_ = cmd.Process.Kill()
+			}()
+			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGSEGV)
+			if i.isTini() {
+				err := cmd.Wait()
+				ee, ok := err.(*exec.ExitError)
+				if !ok || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGSEGV {
+					t.Errorf("tini -s after kill -SEGV: %v, want it killed by SIGSEGV (the reference's behaviour)", err)
+				}
+				return
+			}
+			if !sc.Scan() || sc.Text() != fmt.Sprintf("got %d %d", syscall.SIGSEGV, cmd.Process.Pid) {
+				t.Fatalf("after kill -SEGV: %q, want the command to get SIGSEGV from the init", sc.Text())
+			}
+			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+			for sc.Scan() {
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("imagectl-init -s after kill -SEGV then SIGTERM: %v, want the command's 0", err)
+			}
+		})
+	}
+}

@@ -84,6 +84,22 @@ func TestE2EMirrorUpstream(t *testing.T) {
 		}
 	}
 
+	// A mirror of the mirror in the same registry: every blob is mounted
+	// across repositories, none uploaded.
+	inner, err := Ref(imgs[0].Base, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2 := m + "-again"
+	res, err = Run(ctx, []spec.Image{{Name: "inner", Base: inner.String(), Repos: spec.Repos{Mirror: m2}}})
+	if err != nil {
+		t.Fatalf("mirror %s: %v", inner, err)
+	}
+	t.Logf("mirror of the mirror %s -> %s: %+v", inner, res[0].Target, res[0].Uploaded)
+	if u := res[0].Uploaded; u.Bytes != 0 || u.Blobs != 0 || u.Mounted == 0 {
+		t.Errorf("mirroring %s within its registry uploaded %+v, want every blob mounted", inner, u)
+	}
+
 	again, err := Run(ctx, imgs)
 	if err != nil {
 		t.Fatalf("mirror again: %v", err)

@@ -65,7 +65,7 @@ func main() {
 		fail(exitcode.Usage, err.Error()+"\n"+usage)
 	}
 	proc, warn, lerr := runtime.Listen(runtime.ListenOptions{RequireSubreaper: args.Subreaper, ParentDeath: args.ParentDeath})
-	log := newLogger(os.Stderr, os.Getenv(runtime.EnvDebug) != "" || args.Verbosity > 0)
+	log := newLogger(stderr, os.Getenv(runtime.EnvDebug) != "" || args.Verbosity > 0)
 	ctx := logs.With(context.Background(), log)
 	if lerr != nil {
 		fail(exitcode.Failure, lerr.Error())
@@ -129,7 +129,11 @@ func main() {
 	os.Exit(args.ExitCode(proc.Wait(ctx, pid, wait)))
 }
 
+// stderr is where the init's own messages go: a closed log pipe must not
+// raise a SIGPIPE that would be forwarded to the command.
+var stderr = runtime.LogWriter(2)
+
 func fail(code int, msg string) {
-	fmt.Fprintln(os.Stderr, "imagectl-init:", msg)
+	fmt.Fprintln(stderr, "imagectl-init:", msg)
 	os.Exit(code)
 }

@@ -746,3 +746,32 @@ func TestStrayFaultSignalsNotPID1(t *testing.T) {
 		})
 	}
 }
+
+// TestClosedStderr: a log reader that goes away must not take the init
+// down: with stderr a closed pipe, the init's own warning raises SIGPIPE,
+// and the command still runs to its exit code.
+func TestClosedStderr(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "runtime.json")
+	// A cache directory that cannot be made: one warning, written to the
+	// closed stderr before the command starts.
+	if err := os.WriteFile(cfg, []byte(`{"caches": {"triton": "/proc/no/such/dir"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(initBin, "--", "sh", "-c", "echo ran > \"$0/ran\"; exit 3", dir)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "IMAGECTL_RUNTIME_CONFIG=" + cfg}
+	cmd.Stderr = w
+	err = cmd.Run()
+	w.Close()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Errorf("with stderr closed: %v, want the command's exit 3", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err != nil {
+		t.Errorf("the command did not run: %v", err)
+	}
+}

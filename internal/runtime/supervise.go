@@ -45,11 +45,13 @@ type ListenOptions struct {
 }
 
 // urgentSignals are caught before Listen returns: uncaught, the Go runtime
-// would kill the init for them (SIGHUP, SIGINT, SIGTERM), dump and exit
-// (SIGQUIT, SIGABRT), or crash (the fault signals, when sent by kill).
+// would kill the init for them (SIGHUP, SIGINT, SIGTERM, and SIGPIPE when
+// the init writes its log to a closed pipe), dump and exit (SIGQUIT,
+// SIGABRT), or crash (the fault signals, when sent by kill).
 var urgentSignals = []os.Signal{
 	syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
-	syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGTERM, syscall.SIGSTKFLT, syscall.SIGSYS,
+	syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGPIPE, syscall.SIGTERM, syscall.SIGSTKFLT,
+	syscall.SIGSYS,
 }
 
 // Listen starts catching every signal in ForwardedSignals and SIGCHLD,

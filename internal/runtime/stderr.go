@@ -16,7 +16,8 @@ import (
 // closed log pipe would kill the command; instead the write blocks SIGPIPE
 // on its thread, and takes back the one the kernel queued there. (It also
 // bypasses os.File, whose write to fd 1 or 2 re-raises SIGPIPE on EPIPE.) A
-// message to a closed stderr is lost; the command runs on.
+// message to a closed stderr is lost; the command runs on. Call it only
+// from the goroutine that starts the command, or once the command runs.
 func LogWriter(fd int) io.Writer { return logWriter(fd) }
 
 type logWriter int
@@ -30,6 +31,16 @@ func (w logWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil) //nolint:errcheck
+	// SIGTTOU ignored for the write, as tini ignores it: with the terminal's
+	// tostop set and the command in the foreground, a caught SIGTTOU makes
+	// the kernel restart the write forever. (Only around the write: the
+	// init forks the command from the goroutine that logs before it, so the
+	// command never inherits the SIG_IGN.)
+	var ttou kernelSigaction
+	ign := kernelSigaction{handler: sigIgn}
+	if sigaction(int(unix.SIGTTOU), &ign, &ttou) == 0 {
+		defer sigaction(int(unix.SIGTTOU), &ttou, nil) //nolint:errcheck
+	}
 	n := 0
 	for n < len(b) {
 		m, err := syscall.Write(int(w), b[n:])

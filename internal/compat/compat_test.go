@@ -147,7 +147,7 @@ func TestQuery(t *testing.T) {
 		t.Errorf("Query(2.6.0, 12.1).DriverFloors = %+v", ans.DriverFloors)
 	}
 	all, err := Query("", "")
-	if err != nil || len(all.Wheels) != 4 || len(all.DriverFloors) != 4 || len(all.Problems) != 0 {
+	if err != nil || len(all.Wheels) != 5 || len(all.DriverFloors) != 5 || len(all.Problems) != 0 { // torch 2.6.0 x4 and 2.11.0+cu130; CUDA 11.8, 12.1, 12.4, 12.6, 13.0
 		t.Errorf("Query(\"\", \"\") = %d wheels, %d floors, %v", len(all.Wheels), len(all.DriverFloors), err)
 	}
 	if _, err := Query("9.9.9", ""); err == nil {

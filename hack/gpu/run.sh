@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The verify stage's GPU run (device machine, kind nvidia-h200-x2).
-# Expects, carried in .gpu/: imagectl, mklock, verify-gpu.test; and
+# Expects, carried in .gpu/: imagectl, gputool (gputool mklock), verify-gpu.test; and
 # bin/imagectl-init (make bin/imagectl-init). Writes everything under
 # $OUT (run.log plus gpu-run.tar.gz holding each output file).
 set -u
@@ -27,7 +27,7 @@ fi
 
 step locks
 mkdir -p "$W/locks"
-if [ -n "${USE_LOCKS:-}" ]; then cp "$USE_LOCKS"/*.lock.json "$W/locks/"; else .gpu/mklock -python "$PY" -out "$W/locks"; fi
+if [ -n "${USE_LOCKS:-}" ]; then cp "$USE_LOCKS"/*.lock.json "$W/locks/"; else .gpu/gputool mklock -python "$PY" -out "$W/locks"; fi
 ls -l "$W/locks"
 PASS="$W/locks/h200-torch2.11-cu130.lock.json"; OLD="$W/locks/torch2.6-cu124.lock.json"
 IMG="localhost/gpu-machine-env@sha256:$(sha256sum "$PASS" | cut -d' ' -f1)"

@@ -1,4 +1,4 @@
-// Command mklock locks the environment it runs in, for the verify stage's
+// gputool mklock locks the environment it runs in, for the verify stage's
 // GPU runs: it asks the given Python (with imagectl's own env and torch
 // probes) for its interpreter, wheels and torch/CUDA/cuDNN/NCCL versions and
 // writes two locks:
@@ -30,19 +30,23 @@ import (
 	"imagectl/internal/verify"
 )
 
-func main() {
-	py := flag.String("python", "python3", "the environment's Python")
-	name := flag.String("name", "h200-torch2.11-cu130", "lock name")
-	out := flag.String("out", ".", "output folder")
-	floor := flag.String("driver-floor", "580.65.06", "driver floor of the observed lock")
-	minGPUs := flag.Int("min-gpus", 2, "verify.min_gpus")
-	busbw := flag.Float64("min-busbw", 150, "verify.min_busbw_gbps")
-	storage := flag.String("storage", "/tmp/imagectl-storage", "runtime.storage.path")
-	flag.Parse()
-	if err := run(*py, *name, *out, *floor, *minGPUs, *busbw, *storage); err != nil {
-		fmt.Fprintln(os.Stderr, "mklock:", err)
-		os.Exit(1)
+// mklockMain is `gputool mklock`.
+func mklockMain(args []string) error {
+	fl := flag.NewFlagSet("mklock", flag.ContinueOnError)
+	py := fl.String("python", "python3", "the environment's Python")
+	name := fl.String("name", "h200-torch2.11-cu130", "lock name")
+	out := fl.String("out", ".", "output folder")
+	floor := fl.String("driver-floor", "580.65.06", "driver floor of the observed lock")
+	minGPUs := fl.Int("min-gpus", 2, "verify.min_gpus")
+	busbw := fl.Float64("min-busbw", 150, "verify.min_busbw_gbps")
+	storage := fl.String("storage", "/tmp/imagectl-storage", "runtime.storage.path")
+	if err := fl.Parse(args); err != nil {
+		return err
 	}
+	if err := mklock(*py, *name, *out, *floor, *minGPUs, *busbw, *storage); err != nil {
+		return fmt.Errorf("mklock: %w", err)
+	}
+	return nil
 }
 
 type envOut struct {
@@ -81,7 +85,7 @@ func probe(py, script string, v any) error {
 	return json.Unmarshal([]byte(lines[len(lines)-1]), v)
 }
 
-func run(py, name, out, floor string, minGPUs int, busbw float64, storage string) error {
+func mklock(py, name, out, floor string, minGPUs int, busbw float64, storage string) error {
 	var env envOut
 	var tor torchOut
 	if err := probe(py, "env.py", &env); err != nil {

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# The GPU machine end to end (device kind nvidia-h200): imagectl locks,
+# builds, signs, verifies on the GPU through containerd + CDI, promotes and
+# pins a real torch 2.11 image, against buildkitd, a registry and containerd
+# started here. Run from the repository root on the device machine:
+#
+#   bash hack/gpu/e2e.sh setup build      # one device call (< 10 min)
+#   bash hack/gpu/e2e.sh verify           # the next call, while the machine is warm
+#   bash hack/gpu/e2e.sh bench            # and the next: pull gzip vs zstd, periphery update
+#   QUICK=1 bash hack/gpu/e2e.sh setup build verify   # the short validation pass
+#
+# Carried in .gpu/ (hack/gpu/bundle.sh): imagectl, imagectl-init, gputool,
+# buildkitd, containerd, containerd-shim-runc-v2, runc, nvidia-ctk,
+# nvidia-cdi-hook, each xz-compressed. Daemons start detached (setsid) and
+# state lives in /tmp/g, so a later call finds them while the machine stays
+# warm. Fixtures (documented in docs/gpu-runs/README.md): the base is the
+# machine's own Ubuntu 24.04 root (gputool base), the wheel index holds the
+# machine's installed torch stack repacked as wheels (repack_wheels.py).
+#
+# Writes $OUT/e2e-<phases>.log (everything printed) and $OUT/<phase>.tar.gz
+# (each step's output files).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$PWD
+G=/tmp/g
+B=$repo/bin
+OUT=${OUT:-/tmp/gpu-out}
+PY=/opt/torch/.venv/bin/python3
+REG=127.0.0.1:5000
+NAME=h200-torch2.11-cu130
+export PATH=$B:$PATH PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} TORCH_SYMM_MEM_DISABLE_MULTICAST=${TORCH_SYMM_MEM_DISABLE_MULTICAST:-1} NVSHMEM_DISABLE_NVLS=${NVSHMEM_DISABLE_NVLS:-1}
+export BUILDKIT_HOST=unix://$G/buildkitd.sock IMAGECTL_SIGNING_PASSWORD=gpu-run
+mkdir -p "$OUT" "$G"
+exec > >(tee -a "$OUT/e2e-$(echo "$*" | tr ' ' '-').log") 2>&1
+step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
+# timed NAME CMD...: run, print rc and wall seconds, keep them in $W/times.tsv
+timed() {
+  local n=$1 t0 rc ms
+  shift
+  t0=$(date +%s%N)
+  "$@"
+  rc=$?
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  printf '%s\t%s\t%d.%03d\n' "$n" "$rc" $((ms / 1000)) $((ms % 1000)) | tee -a "$G/times.tsv" >&2
+  return $rc
+}
+# ref_of BUILD.json: the pushed repo@sha256 (and the size, layers on stderr).
+ref_of() { "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["ref"]); print("size %d bytes, %d layers" % (r["size"], len(r.get("layers") or [])), file=sys.stderr)' "$1"; }
+save() { tar -C "$W" -czf "$OUT/$1.tar.gz" . 2>/dev/null; }
+
+phase_setup() {
+  W=$G/run/setup; mkdir -p "$W"
+  step machine
+  date -u; uname -a; nvidia-smi -L; nvidia-smi --query-gpu=driver_version,name,memory.total --format=csv
+  env | grep -E '^(NCCL|TORCH|NVSHMEM)_' | sort
+  "$PY" -c 'import sys,torch; print(sys.version.split()[0], torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), torch.cuda.nccl.version(), torch.cuda.device_count(), torch.cuda.get_arch_list())'
+  echo "venv: $(grep -E '^(home|version)' /opt/torch/.venv/pyvenv.cfg | tr '\n' ' ') python3 -> $(readlink -f "$PY")"
+  echo "system python: $(/usr/bin/python3 --version 2>&1); pip: $(/usr/bin/python3 -m pip --version 2>&1 | head -1)"
+  step "torch's Requires-Dist (the catalog row's source)"
+  "$PY" -c 'import importlib.metadata as m; print("\n".join(m.requires("torch")))' | tee "$W/torch-requires-dist.txt"
+  "$PY" -m pip list 2>/dev/null | grep -iE '^(torch|triton|nvidia-nccl|nvidia-cudnn|cuda-toolkit|nvidia-cuda-runtime) ' | tee "$W/pip-list-core.txt"
+  df -h /tmp / | tee "$W/df.txt"
+
+  step "unpack the carried tools into bin/"
+  mkdir -p "$B"
+  for f in .gpu/*.xz; do
+    n=$(basename "$f" .xz)
+    xz -dc "$f" > "$B/$n" && chmod +x "$B/$n"
+  done
+  ls -la "$B"
+
+  step "start the registry, buildkitd and containerd"
+  if ! (exec 3<>/dev/tcp/127.0.0.1/5000) 2>/dev/null; then
+    setsid "$B/gputool" registry --addr $REG --dir $G/registry > $G/registry.log 2>&1 < /dev/null &
+  fi
+  if [ ! -S $G/buildkitd.sock ]; then
+    setsid "$B/buildkitd" --root $G/buildkit --addr "$BUILDKIT_HOST" --oci-worker=true --containerd-worker=false \
+      --oci-worker-snapshotter=overlayfs --oci-worker-binary="$B/runc" > $G/buildkitd.log 2>&1 < /dev/null &
+  fi
+  mkdir -p .cache && touch .cache/env
+  hack/containerd.sh
+  for i in $(seq 1 100); do [ -S $G/buildkitd.sock ] && (exec 3<>/dev/tcp/127.0.0.1/5000) 2>/dev/null && break; sleep 0.1; done
+  ls -la $G/buildkitd.sock; grep CONTAINERD_ADDRESS .cache/env
+
+  step "CDI spec from the host (nvidia-ctk, the way a GPU host is set up)"
+  timed cdi-generate nvidia-ctk cdi generate --nvidia-cdi-hook-path="$B/nvidia-cdi-hook" --output=/etc/cdi/nvidia.yaml
+  nvidia-ctk cdi list
+  cp /etc/cdi/nvidia.yaml "$W/"
+
+  step keys
+  for k in signer verifier; do
+    [ -f $G/keys/$k/cosign.key ] || imagectl generate-key-pair --dir $G/keys/$k
+  done
+  save setup
+}
+
+phase_build() {
+  W=$G/run/build; mkdir -p "$W"
+  step "base: the machine's own Ubuntu root with Python 3.12 (fixture)"
+  add=()
+  if ! /usr/bin/python3 -c 'import pip' 2>/dev/null; then
+    # The lock and the build drive the base's pip; this root has none, so
+    # the fixture gets the venv's pip (the same pip the machine uses).
+    add=(--add "/opt/torch/.venv/lib/python3.12/site-packages/pip=/usr/lib/python3/dist-packages/pip")
+  fi
+  timed base gputool base --root / --push $REG/gpu/ubuntu-base:24.04 "${add[@]}" | tee "$W/base.ref"
+
+  step "wheel index: the installed torch stack repacked as wheels (fixture)"
+  rm -rf $G/index
+  timed repack "$PY" "$here/repack_wheels.py" --out $G/index --index-path whl/cu130 torch pip \
+    --periphery imagectl-gpu-periphery==1.0.0 | tee "$W/repack.json"
+  ls -la $G/index/files | tee "$W/wheels.txt"
+  if ! (exec 3<>/dev/tcp/127.0.0.1/8000) 2>/dev/null; then
+    (cd $G/index && setsid "$PY" -m http.server 8000 --bind 127.0.0.1 > $G/index.log 2>&1 < /dev/null &)
+    sleep 1
+  fi
+
+  step "lock (pip's resolver in the base, through buildkitd)"
+  rm -rf $G/images
+  timed lock imagectl lock "$here/h200.hcl" --dir $G/images
+  LOCK=$G/images/$NAME/lock.json
+  cp "$LOCK" "$W/lock.json"
+  "$PY" -c 'import json,sys; l=json.load(open(sys.argv[1])); print(json.dumps(l["core"])); print(len(l["pip"]), "wheels,", sum(w.get("size",0) for w in l["pip"]), "bytes")' "$LOCK"
+
+  step "build, zstd layers, pushed by digest, signed with lock/SBOM/provenance"
+  timed build-zstd imagectl build --lock "$LOCK" --push --compression zstd --progress plain -o json \
+    --sign --key $G/keys/signer/cosign.key > "$W/build-zstd.json" 2> "$W/build-zstd.stderr"
+  tail -n 5 "$W/build-zstd.stderr"; ref_of "$W/build-zstd.json" > "$W/build-zstd.ref"; cat "$W/build-zstd.ref"
+  gputool diff "$(cat "$W/build-zstd.ref")" "$(cat "$W/build-zstd.ref")" | tee "$W/size-zstd.json"
+  if [ -z "${QUICK:-}" ]; then
+    step "the same build, gzip layers (pull benchmark)"
+    timed build-gzip imagectl build --lock "$LOCK" --push --compression gzip --progress plain -o json \
+      --repo $REG/gpu/staging-gzip/$NAME > "$W/build-gzip.json" 2> "$W/build-gzip.stderr"
+    tail -n 5 "$W/build-gzip.stderr"; ref_of "$W/build-gzip.json" > "$W/build-gzip.ref"; cat "$W/build-gzip.ref"
+    gputool diff "$(cat "$W/build-gzip.ref")" "$(cat "$W/build-gzip.ref")" | tee "$W/size-gzip.json"
+  fi
+  cp $G/times.tsv "$W/"
+  save build
+}
+
+# verify_ctr TAG LOCK [flags]: verify the zstd image through containerd.
+verify_ctr() {
+  local tag=$1 lock=$2
+  shift 2
+  timed "verify-$tag" imagectl verify "$REF" --lock "$lock" --runtime containerd --storage $G/storage -o json "$@" \
+    > "$W/verify-$tag.json" 2> "$W/verify-$tag.stderr"
+  local rc=$?
+  grep -E 'runtime|pulled|probe container|signed|not signing|verification' "$W/verify-$tag.stderr" | cut -c1-400
+  "$PY" - "$W/verify-$tag.json" <<'PYEOF'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("no result:", e); sys.exit(0)
+print("passed=%s duration=%s runtime=%s proof=%s gpus=%d" % (r["passed"], r["duration"], r["runtime"], r.get("proof"), len(r["host"].get("gpus") or [])))
+for c in r["checks"]:
+    print("  %-24s %-4s %-28s %6.2fs %s" % (c["name"], c["status"], c.get("value", "")[:28], c["seconds"], c.get("detail", "")[:240]))
+PYEOF
+  return $rc
+}
+
+phase_verify() {
+  W=$G/run/verify; mkdir -p "$W"
+  LOCK=$G/images/$NAME/lock.json
+  REF=$(cat $G/run/build/build-zstd.ref)
+  mkdir -p $G/storage && touch $G/storage/.ready
+
+  step "verify through containerd + CDI on the H200, cold (pull + unpack), signed"
+  verify_ctr containerd "$LOCK" --sign --key $G/keys/verifier/cosign.key; echo "rc=$?"
+  step "verify again, image in containerd, --gpu-count 1 (N = this machine's GPUs)"
+  verify_ctr containerd-warm "$LOCK" --gpu-count 1; echo "rc=$?"
+
+  step "in-place on the host, same probes (baseline for the ratio)"
+  mkdir -p "$W/locks" /var/tmp/imagectl-storage /tmp/imagectl-storage
+  mountpoint -q /tmp/imagectl-storage || mount --bind /var/tmp/imagectl-storage /tmp/imagectl-storage
+  gputool mklock -python "$PY" -out "$W/locks" -min-gpus 1 -storage /tmp/imagectl-storage
+  HOST=$W/locks/$NAME.lock.json
+  "$PY" -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["runtime"]))' "$HOST" > "$W/runtime-host.json"
+  SI=localhost/gpu-machine-env@sha256:$(sha256sum "$HOST" | cut -d' ' -f1)
+  timed verify-inplace env IMAGECTL_RUNTIME_CONFIG="$W/runtime-host.json" IMAGECTL_IMAGE_DIGEST="${SI#*@}" imagectl-init -- \
+    imagectl verify "$SI" --lock "$HOST" --runtime in-place --python "$PY" -o json > "$W/verify-inplace.json" 2> "$W/verify-inplace.stderr"
+  echo "rc=$?"; grep -E 'runtime|verification' "$W/verify-inplace.stderr" | cut -c1-300
+  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print("passed=%s duration=%s proof=%s" % (r["passed"], r["duration"], r.get("proof")))' "$W/verify-inplace.json"
+
+  step "bare torch all_reduce on the host, same size (issue 18 baseline; one GPU)"
+  "$PY" -m torch.distributed.run --nproc-per-node "$("$PY" -c 'import torch;print(torch.cuda.device_count())')" \
+    "$here/bare_allreduce.py" --bytes 268435456 --iters 20 --warmup 5 2>&1 | grep bare_allreduce | tee "$W/bare-allreduce.jsonl"
+
+  step "negative: the same image against locks whose NCCL, cuDNN, torch or driver floor differ (exit 4, both versions named)"
+  gputool drift "$LOCK" "$W/drift"
+  for d in nccl cudnn torch driver-floor; do
+    [ -n "${QUICK:-}" ] && [ $d != nccl ] && continue
+    verify_ctr "drift-$d" "$W/drift/$d.lock.json"; echo "drift $d: rc=$? (want 4)"
+  done
+
+  step "promote (gates, --require-container-runtime) and pin"
+  rel=$G/images/$NAME/releases.json
+  rm -f "$rel"
+  gputool record "$rel" $NAME $REG/gpu/$NAME "$REF" $NAME-2026.12 2026-12 "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["digest"])' "$LOCK")" $NAME
+  timed promote imagectl promote "$rel" --confirm --key $G/keys/signer/cosign.pub --verifier-key $G/keys/verifier/cosign.pub \
+    --require-container-runtime 2>&1 | tee "$W/promote.txt"
+  timed pin imagectl pin $REG/gpu/$NAME:$NAME --key $G/keys/signer/cosign.pub --verifier-key $G/keys/verifier/cosign.pub \
+    --require-container-runtime | tee "$W/pin.txt"
+  cp "$rel" "$W/"
+
+  cp $G/times.tsv "$W/"
+  save verify
+}
+
+phase_bench() {
+  W=$G/run/bench; mkdir -p "$W"
+  REF=$(cat $G/run/build/build-zstd.ref)
+  if [ -z "${QUICK:-}" ]; then
+    step "pull + unpack into a fresh containerd: gzip vs zstd layers"
+    C2=$G/ctr2; mkdir -p $C2
+    cat > $C2/config.toml <<TOML
+version = 3
+root = "$C2/root"
+state = "$C2/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.podsandbox.controller.v1.podsandbox", "io.containerd.nri.v1.nri"]
+[grpc]
+  address = "$C2/c.sock"
+[ttrpc]
+  address = ""
+TOML
+    setsid containerd --config $C2/config.toml > $C2/log 2>&1 < /dev/null &
+    for i in $(seq 1 100); do [ -S $C2/c.sock ] && break; sleep 0.1; done
+    GZ=$(cat $G/run/build/build-gzip.ref)
+    for run in gzip:$GZ zstd:$REF gzip-2:$GZ zstd-2:$REF; do
+      # -2: a second namespace, content already in the store: unpack only
+      gputool pull --address $C2/c.sock --namespace "${run%%:*}" "${run#*:}" | tee -a "$W/pull.jsonl"
+    done
+
+    step "periphery-only update: a newer periphery wheel, lock --upgrade, rebuild"
+    "$PY" "$here/repack_wheels.py" --out $G/index --only-periphery --periphery imagectl-gpu-periphery==1.1.0
+    rm -rf $G/images2 && cp -r $G/images $G/images2
+    timed lock-upgrade imagectl lock --upgrade "$here/h200.hcl" --dir $G/images2 2>&1 | tee "$W/upgrade.txt"
+    timed build-periphery imagectl build --lock $G/images2/$NAME/lock.json --push --compression zstd --progress plain -o json \
+      > "$W/build-periphery.json" 2> "$W/build-periphery.stderr"
+    tail -n 3 "$W/build-periphery.stderr"; ref_of "$W/build-periphery.json" > "$W/build-periphery.ref"
+    gputool diff "$REF" "$(cat "$W/build-periphery.ref")" | tee "$W/periphery-diff.json"
+  fi
+  cp $G/times.tsv "$W/"
+  save bench
+}
+
+for p in "$@"; do
+  case $p in
+    setup) phase_setup ;;
+    build) phase_build ;;
+    verify) phase_verify ;;
+    bench) phase_bench ;;
+    *) echo "unknown phase $p" ;;
+  esac
+done
+step done

@@ -246,6 +246,8 @@ TOML
 }
 
 for p in "$@"; do
+  # CONTAINERD_ADDRESS, which hack/containerd.sh wrote
+  [ -f .cache/env ] && . .cache/env
   case $p in
     setup) phase_setup ;;
     build) phase_build ;;

@@ -90,10 +90,13 @@ func TestPredicatesGolden(t *testing.T) {
 
 func TestStatement(t *testing.T) {
 	ref, _ := name.NewDigest("registry.example/staging/pytorch@sha256:" + strings.Repeat("a", 64))
-	for _, bad := range []string{`[1,2]`, `"x"`, `{"a":`} {
+	for _, bad := range []string{`[1,2]`, `"x"`, `{"a":`, `{"size": 9007199254740993}`, `{"a": [{"b": -9007199254740993}]}`} {
 		if _, err := sign.NewStatement(ref, sign.LockPredicateType, []byte(bad)); err == nil {
 			t.Errorf("NewStatement(predicate %s) = nil error, want one", bad)
 		}
+	}
+	if _, err := sign.NewStatement(ref, sign.LockPredicateType, []byte(`{"size": 9007199254740992, "f": 1.5e300}`)); err != nil {
+		t.Errorf("NewStatement(numbers a float64 holds) = %v", err)
 	}
 	if _, err := sign.NewStatement(ref, "", []byte(`{}`)); err == nil {
 		t.Error("NewStatement(no predicate type) = nil error, want one")

@@ -6,6 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math/big"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -140,6 +143,9 @@ func NewStatement(ref name.Digest, predicateType string, predicate []byte) ([]by
 	if err := protojson.Unmarshal(predicate, &pred); err != nil {
 		return nil, fmt.Errorf("attesting %s: predicate is not a JSON object: %w", ref, err)
 	}
+	if err := exactNumbers(predicate); err != nil {
+		return nil, fmt.Errorf("attesting %s: %w", ref, err)
+	}
 	alg, hex, ok := cutDigest(ref.DigestStr())
 	if !ok {
 		return nil, fmt.Errorf("attesting %s: malformed digest", ref)
@@ -174,6 +180,30 @@ func ParseStatement(b []byte) (*intoto.Statement, json.RawMessage, error) {
 		return nil, nil, fmt.Errorf("reading the in-toto statement: %w", err)
 	}
 	return &st, raw.Predicate, nil
+}
+
+// exactNumbers refuses a predicate with an integer that a protobuf Struct
+// (float64 numbers) would change: what is signed must be what was given.
+func exactNumbers(predicate []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(predicate))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("predicate is not JSON: %w", err)
+		}
+		n, ok := tok.(json.Number)
+		if !ok || strings.ContainsAny(n.String(), ".eE") {
+			continue
+		}
+		i, ok := new(big.Int).SetString(n.String(), 10)
+		if !ok || i.CmpAbs(big.NewInt(1<<53)) > 0 {
+			return fmt.Errorf("predicate number %s is beyond 2^53: an in-toto predicate (a protobuf Struct) holds numbers as float64; write it as a string", n)
+		}
+	}
 }
 
 func cutDigest(d string) (alg, hex string, ok bool) {

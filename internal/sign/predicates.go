@@ -1,17 +1,13 @@
 package sign
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	slsa "github.com/in-toto/attestation/go/predicates/provenance/v1"
 	intoto "github.com/in-toto/attestation/go/v1"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -153,20 +149,4 @@ func Provenance(l *lock.Lock, b Builder) ([]byte, error) {
 		return nil, fmt.Errorf("provenance of %s: %w", l.Name, err)
 	}
 	return marshalProto(p)
-}
-
-// marshalProto encodes m as compact JSON. protojson varies its whitespace
-// on purpose (so that nobody relies on its bytes); compacting removes the
-// variation, and field order (declaration order, map keys sorted) is
-// fixed, so the same message always gives the same bytes.
-func marshalProto(m proto.Message) ([]byte, error) {
-	b, err := protojson.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	if err := json.Compact(&out, b); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
 }

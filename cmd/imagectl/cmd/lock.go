@@ -21,6 +21,8 @@ func newLockCmd() *cobra.Command {
 		dir      string
 		addr     string
 		netrc    string
+		cache    string
+		proxy    string
 		check    bool
 		upgrade  bool
 		packages []string
@@ -44,7 +46,14 @@ list) keeps its locked versions, and a package that would need it to move
 fails with pip's explanation. --package limits the upgrade to the named
 packages.
 
-Index credentials come from --netrc and reach pip only as a BuildKit secret.`,
+pip sees one index: a proxy imagectl serves on --index-proxy (loopback) while
+it resolves, which takes torch, triton and nvidia-* from the torch variant's
+index only and every other project from the first pip_indexes entry that has
+it, and serves wheel metadata from --index-cache (by sha256) so that a big
+wheel on an index without metadata files is read at most once.
+
+Index credentials come from --netrc: the proxy sends them upstream, pip gets
+them as a BuildKit secret.`,
 		Example: `  imagectl lock                              # every image in specs/
   imagectl lock specs/demo.hcl --image demo
   imagectl lock --check                      # exit 3 stale, 6 tampered
@@ -83,6 +92,12 @@ Index credentials come from --netrc and reach pip only as a BuildKit secret.`,
 			if err != nil {
 				return err
 			}
+			if cache != "" {
+				opts = append(opts, lock.WithIndexCache(cache))
+			}
+			if proxy != "" {
+				opts = append(opts, lock.WithIndexProxyAddr(proxy))
+			}
 			if !upgrade {
 				return lock.LockAll(cmd.Context(), dir, imgs, opts...)
 			}
@@ -100,6 +115,8 @@ Index credentials come from --netrc and reach pip only as a BuildKit secret.`,
 	f.StringVar(&dir, "dir", "images", "directory holding <image>/lock.json")
 	f.StringVar(&addr, "addr", os.Getenv("BUILDKIT_HOST"), "buildkitd address (default $BUILDKIT_HOST)")
 	f.StringVar(&netrc, "netrc", "", "netrc file with pip index credentials (passed as a BuildKit secret)")
+	f.StringVar(&cache, "index-cache", "", "wheel metadata cache of the index proxy (default $XDG_CACHE_HOME/imagectl/pyindex)")
+	f.StringVar(&proxy, "index-proxy", "", "listen address of the index proxy pip resolves through (default 127.0.0.1:0; give one a remote buildkitd reaches)")
 	f.BoolVar(&check, "check", false, "check the locks offline: exit 3 stale, 6 tampered")
 	f.BoolVar(&upgrade, "upgrade", false, "re-resolve the periphery, keep the frozen core, print what moved")
 	f.StringArrayVar(&packages, "package", nil, "with --upgrade: move only this package (repeatable)")

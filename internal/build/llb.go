@@ -161,12 +161,17 @@ touch /tmp/.imagectl-step-start
 find / -xdev -newer /tmp/.imagectl-step-start -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +`
 }
 
-// dpkgScript installs every fetched .deb at once (dpkg orders the
-// configuration) and drops the logs and caches that would make the layer
-// differ between two builds.
+// dpkgScript installs every fetched .deb at once with apt-get, from the
+// files alone (no package lists, network off): apt orders the unpacking by
+// Pre-Depends, which `dpkg --install` of a set does not (python3-minimal
+// pre-depends on python3.11-minimal and sorts before it), and any dependency
+// outside the locked set fails the step. It then drops the logs and caches
+// that would make the layer differ between two builds.
 const dpkgScript = `set -eu
-dpkg --install ` + debDir + `/*.deb
+apt-get install -y -qq --no-install-recommends ` + debDir + `/*.deb >/tmp/apt.log 2>&1 || { cat /tmp/apt.log >&2; exit 1; }
 rm -f /var/log/dpkg.log /var/log/alternatives.log /var/cache/ldconfig/aux-cache \
+  /var/log/apt/history.log /var/log/apt/term.log /var/log/apt/eipp.log.xz \
+  /var/cache/apt/pkgcache.bin /var/cache/apt/srcpkgcache.bin \
   /var/lib/dpkg/status-old /var/lib/dpkg/diversions-old /var/lib/dpkg/statoverride-old \
   /var/cache/debconf/config.dat-old /var/cache/debconf/templates.dat-old`
 

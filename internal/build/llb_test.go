@@ -167,7 +167,7 @@ func TestDefinitionInstallsOffline(t *testing.T) {
 	if pip != 4 {
 		t.Errorf("%d pip installs, want 4 (3 big + periphery)", pip)
 	}
-	if !strings.Contains(strings.Join(execs[0].Meta.Args, " "), "dpkg --install "+debDir+"/*.deb") {
+	if !strings.Contains(strings.Join(execs[0].Meta.Args, " "), "apt-get install -y -qq --no-install-recommends "+debDir+"/*.deb") {
 		t.Errorf("first exec = %q, want the dpkg install", execs[0].Meta.Args)
 	}
 }

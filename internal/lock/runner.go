@@ -92,7 +92,8 @@ func (j Job) Definition(ctx context.Context, hostNetwork bool) (*llb.Definition,
 			debs = debs.File(llb.Copy(src, "/"+f, "/"+f))
 		}
 		opts := append([]llb.RunOption{
-			llb.Args([]string{"/bin/sh", "-c", "dpkg -i /debs/*.deb >/dev/null"}),
+			// apt-get orders the unpacking by Pre-Depends; dpkg -i of a set does not.
+			llb.Args([]string{"/bin/sh", "-c", "apt-get install -y -qq --no-install-recommends /debs/*.deb >/tmp/imagectl-apt.log 2>&1 || { cat /tmp/imagectl-apt.log >&2; exit 1; }"}),
 			llb.AddMount("/debs", debs, llb.Readonly),
 			llb.WithCustomNamef("%s: install %d locked debs", j.Name, len(j.Debs)),
 		}, env...)

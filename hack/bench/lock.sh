@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Lock benchmarks: `lock --check` on the shipped specs (offline, target
-# < 100 ms) and a full lock of the demo against the bare apt and pip solves it
-# drives, in one run (target lock/bare <= 1.2). Needs `make up` (.cache/env)
-# for the second; the first runs anywhere.
+# < 100 ms); a full lock of the demo against the bare apt and pip solves it
+# drives, in one run (target lock/bare <= 1.2); and the lock of the pytorch
+# spec's four-image matrix with IMAGECTL_BENCH_BIG_BYTES (default 1 GiB) torch
+# stand-ins on a plain static index against the bare pip resolutions (target
+# lock/bare <= 1.2, each big wheel fetched at most once per lock run). Needs
+# `make up` (.cache/env) for the last two; the first runs anywhere.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GOTOOLCHAIN=local
@@ -13,6 +16,7 @@ fi
 go test ./internal/lock/ -run '^$' -bench 'BenchmarkCheckShipped' -benchtime 50x
 if [[ -n "${BUILDKIT_HOST:-}" ]]; then
   go test ./internal/lock/ -run '^$' -bench 'BenchmarkLockDemo' -benchtime 3x -timeout 20m
+  go test ./internal/lock/ -run '^$' -bench 'BenchmarkLockMatrix' -benchtime 1x -timeout 40m
 else
   echo "lock.sh: BUILDKIT_HOST not set (no make up): skipping BenchmarkLockDemo" >&2
 fi

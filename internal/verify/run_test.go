@@ -319,3 +319,41 @@ func TestRunRecorded(t *testing.T) {
 		t.Errorf("Run() runtime %q driver %q gpus %d, want kubernetes 580.159.04 2", res.Runtime, res.Host.DriverVersion, len(res.Host.GPUs))
 	}
 }
+
+// TestRunLockedInterpreter checks that the probes run the lock's
+// interpreter: the venv's python (ImagePython), passed to the runtime, and a
+// python.version failure when the image's python is another binary.
+func TestRunLockedInterpreter(t *testing.T) {
+	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
+	l.Python = lock.Python{Version: "3.12.3", Path: "/usr/bin/python3.12", Provider: "apt"}
+	for _, tc := range []struct {
+		name, real string
+		want       Status
+	}{
+		{"same interpreter", "/usr/bin/python3.12", Pass},
+		{"another interpreter", "/opt/conda/bin/python3.12", Fail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := machine(t, l, 2)
+			var env map[string]any
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(out["env"], "noise\n")), &env); err != nil {
+				t.Fatal(err)
+			}
+			env["real_executable"], env["locked_interpreter"] = tc.real, "/usr/bin/python3.12"
+			out["env"] = mustJSON(t, env)
+			rt := &fakeRuntime{out: out}
+			res, _ := Run(context.Background(), l, WithRuntime(rt), WithGPUProber(fakeProber{h: h200s(2)}))
+			if c := statuses(res)["python.version"]; c.Status != tc.want || (tc.want == Fail && !strings.Contains(c.Detail, tc.real)) {
+				t.Errorf("python.version = %+v, want %s naming %s", c, tc.want, tc.real)
+			}
+			for _, p := range rt.calls {
+				if p.Python != "/opt/venv/bin/python" {
+					t.Errorf("probe %s ran with python %q, want the venv's /opt/venv/bin/python", p.Name, p.Python)
+				}
+				if p.Name == "env" && !strings.Contains(strings.Join(p.Args, " "), "--interpreter /usr/bin/python3.12") {
+					t.Errorf("env probe args %q lack --interpreter /usr/bin/python3.12", p.Args)
+				}
+			}
+		})
+	}
+}

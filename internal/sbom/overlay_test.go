@@ -2,6 +2,7 @@ package sbom_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -109,18 +110,19 @@ func TestReadOverlay(t *testing.T) {
 		name:    "fewer layers than planned",
 		l:       withNumpy,
 		layers:  [][]sbomtest.File{{initF}},
-		wantErr: "fewer than the 3 that lock x plans",
+		wantErr: "fewer than the 3 the lock plans",
 	}, {
 		name:    "no init",
 		l:       &lock.Lock{Name: "x"},
 		layers:  [][]sbomtest.File{{osRel}, {}},
-		wantErr: "has no " + build.InitPath,
+		wantErr: "has no " + build.InitPath + " (not an imagectl build)",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			inv, err := sbom.Read(context.Background(), image(t, tc.layers...), tc.l)
 			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Read = %v, want an error containing %q", err, tc.wantErr)
+				var nb *sbom.NotBuiltFromLockError
+				if !errors.As(err, &nb) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Read = %v, want a NotBuiltFromLockError containing %q", err, tc.wantErr)
 				}
 				return
 			}

@@ -105,8 +105,7 @@ var osRelease = []string{"/etc/os-release", "/usr/lib/os-release"}
 // layers of one big locked wheel (torch, nvidia-*: gigabytes), whose package
 // is the lock's wheel; then through the base's layers, top-down, until the
 // dpkg database and os-release are found. A locked deb or wheel that the
-// image does not hold at its locked version is an error: img was not built
-// from l.
+// image does not hold at its locked version is a *NotBuiltFromLockError.
 func Read(ctx context.Context, img v1.Image, l *lock.Lock) (*Inventory, error) {
 	layers, err := img.Layers()
 	if err != nil {
@@ -120,7 +119,7 @@ func Read(ctx context.Context, img v1.Image, l *lock.Lock) (*Inventory, error) {
 	}
 	nbase := len(layers) - len(planned)
 	if nbase < 0 {
-		return nil, fmt.Errorf("the image has %d layers, fewer than the %d that lock %s plans: it was not built from this lock", len(layers), len(planned), l.Name)
+		return nil, mismatch(l, "the image has %d layers, fewer than the %d the lock plans", len(layers), len(planned))
 	}
 	ov := newOverlay(func(p string) bool {
 		if p == StatusPath || p == build.InitPath || slices.Contains(osRelease, p) {
@@ -165,7 +164,7 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 	}
 	status, ok := ov.file(StatusPath)
 	if !ok && len(l.Apt) > 0 {
-		return nil, fmt.Errorf("the image has no %s although lock %s installs %d debs", StatusPath, l.Name, len(l.Apt))
+		return nil, mismatch(l, "the image has no %s although the lock installs %d debs", StatusPath, len(l.Apt))
 	}
 	if ok {
 		pkgs, err := parseStatus(status)
@@ -176,7 +175,7 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 			p.Origin = OriginBase
 			if d, ok := debs[p.Name+":"+p.Arch]; ok {
 				if d.Version != p.Version {
-					return nil, fmt.Errorf("deb %s:%s is %s in the image, the lock has %s: the image was not built from lock %s", p.Name, p.Arch, p.Version, d.Version, l.Name)
+					return nil, mismatch(l, "deb %s:%s is %s in the image, the lock has %s", p.Name, p.Arch, p.Version, d.Version)
 				}
 				p.Origin, p.SHA256, p.URL = OriginLock, strings.TrimPrefix(d.SHA256, "sha256:"), d.URL
 				delete(debs, p.Name+":"+p.Arch)
@@ -186,7 +185,7 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 	}
 	for _, d := range l.Apt {
 		if _, missing := debs[d.Name+":"+d.Arch]; missing {
-			return nil, fmt.Errorf("locked deb %s:%s %s is not installed in the image: it was not built from lock %s", d.Name, d.Arch, d.Version, l.Name)
+			return nil, mismatch(l, "locked deb %s:%s %s is not installed in the image", d.Name, d.Arch, d.Version)
 		}
 	}
 
@@ -217,7 +216,7 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 		p.Origin = OriginVenv
 		if w, ok := wheels[p.Name]; ok {
 			if w.Version != p.Version {
-				return nil, fmt.Errorf("wheel %s is %s in the image, the lock has %s: the image was not built from lock %s", p.Name, p.Version, w.Version, l.Name)
+				return nil, mismatch(l, "wheel %s is %s in the image, the lock has %s", p.Name, p.Version, w.Version)
 			}
 			p = wheelPackage(w)
 		}
@@ -235,7 +234,7 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 	}
 	for _, w := range locked {
 		if !seen[Normalize(w.Name)] {
-			return nil, fmt.Errorf("locked wheel %s %s is not installed in %s: the image was not built from lock %s", w.Name, w.Version, build.VenvPath, l.Name)
+			return nil, mismatch(l, "locked wheel %s %s is not installed in %s", w.Name, w.Version, build.VenvPath)
 		}
 	}
 
@@ -256,13 +255,28 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 		}
 		inv.Packages = append(inv.Packages, p)
 	} else {
-		return nil, fmt.Errorf("the image has no %s: it was not built by imagectl", build.InitPath)
+		return nil, mismatch(l, "the image has no %s (not an imagectl build)", build.InitPath)
 	}
 
 	slices.SortStableFunc(inv.Packages, func(a, b Package) int {
 		return strings.Compare(a.Type+"\x00"+a.Name+"\x00"+a.Arch, b.Type+"\x00"+b.Name+"\x00"+b.Arch)
 	})
 	return inv, nil
+}
+
+// NotBuiltFromLockError reports an image that does not hold what its lock
+// installs: the digest signed with a lock is not the build of that lock.
+type NotBuiltFromLockError struct {
+	Lock   string // the lock's image name
+	Reason string
+}
+
+func (e *NotBuiltFromLockError) Error() string {
+	return fmt.Sprintf("%s: the image was not built from lock %s", e.Reason, e.Lock)
+}
+
+func mismatch(l *lock.Lock, format string, args ...any) error {
+	return &NotBuiltFromLockError{Lock: l.Name, Reason: fmt.Sprintf(format, args...)}
 }
 
 func wheelPackage(w lock.Wheel) Package {

@@ -481,7 +481,17 @@ func runDirect(t *testing.T, env []string, argv ...string) (code int, stdout, st
 	return 0, o.String(), e.String()
 }
 
-// TestTiniFlags runs each of tini's flags against both inits.
+// runPID1 runs argv (an init, its flags and the command) as PID 1 in new
+// namespaces and waits for it.
+func runPID1(t *testing.T, argv ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	s := startRun(t, run{init: argv})
+	code, stdout = s.wait()
+	return code, stdout, s.stderr.String()
+}
+
+// TestTiniFlags runs each of tini's flags against both inits, as PID 1 in
+// new namespaces except where the flag is about not being PID 1 (-s, -p).
 func TestTiniFlags(t *testing.T) {
 	for _, i := range inits() {
 		t.Run(i.name, func(t *testing.T) {
@@ -501,7 +511,7 @@ func TestTiniFlags(t *testing.T) {
 					{[]string{"-e", "143"}, "kill -TERM $$", 0},
 					{nil, "kill -TERM $$", 143},
 				} {
-					if code, _, stderr := runDirect(t, nil, append(append([]string{bin, "-s"}, tc.flags...), "--", "sh", "-c", tc.sh)...); code != tc.want {
+					if code, _, stderr := runPID1(t, append(append([]string{bin}, tc.flags...), "--", "sh", "-c", tc.sh)...); code != tc.want {
 						t.Errorf("%s %v -- sh -c %q: exit %d, want %d (%s)", i.name, tc.flags, tc.sh, code, tc.want, stderr)
 					}
 				}
@@ -545,37 +555,21 @@ while :; do sleep 0.05; done`
 					{"TINI_KILL_PROCESS_GROUP", []string{"TINI_KILL_PROCESS_GROUP=1"}, nil, "child grandchild"},
 					{"neither", nil, nil, "child"},
 				} {
-					dir := t.TempDir()
-					_ = os.WriteFile(filepath.Join(dir, "none.json"), []byte("{}"), 0o644)
-					cmd := exec.Command(bin, append(append([]string{"-s"}, tc.flags...), "--", "sh", "-c", child)...)
-					cmd.Env = append([]string{"PATH=/usr/bin:/bin", "DIR=" + dir, "IMAGECTL_RUNTIME_CONFIG=" + filepath.Join(dir, "none.json")}, tc.env...)
-					if err := cmd.Start(); err != nil {
-						t.Fatal(err)
-					}
+					s := startRun(t, run{init: append(append([]string{bin}, tc.flags...), "--"), env: tc.env}, "sh", "-c", child)
 					for n := 0; n < 500; n++ {
-						if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+						if _, err := os.Stat(filepath.Join(s.dir, "ready")); err == nil {
 							break
 						}
 						time.Sleep(10 * time.Millisecond)
 					}
-					_ = cmd.Process.Signal(syscall.SIGUSR1)
-					done := make(chan struct{})
-					go func() { _ = cmd.Wait(); close(done) }()
-					select {
-					case <-done:
-					case <-time.After(20 * time.Second):
-						_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-						_ = cmd.Process.Kill()
-						<-done
-					}
-					// The grandchild is left running without -g: end its group.
-					b, _ := os.ReadFile(filepath.Join(dir, "got"))
+					_ = syscall.Kill(s.initPID(), syscall.SIGUSR1)
+					s.wait()
+					b, _ := os.ReadFile(filepath.Join(s.dir, "got"))
 					got := strings.Fields(string(b))
 					sort.Strings(got)
 					if strings.Join(got, " ") != tc.want {
 						t.Errorf("%s %s: SIGUSR1 reached %q, want %q", i.name, tc.name, got, tc.want)
 					}
-					killGroupOf(dir)
 				}
 			})
 
@@ -600,7 +594,7 @@ while :; do sleep 0.05; done`
 			})
 
 			t.Run("-v logs what the init does", func(t *testing.T) {
-				code, stdout, stderr := runDirect(t, nil, bin, "-s", "-v", "--", "true")
+				code, stdout, stderr := runPID1(t, bin, "-v", "--", "true")
 				want := "imagectl-init: started pid="
 				out := stderr
 				if i.isTini() {
@@ -612,7 +606,7 @@ while :; do sleep 0.05; done`
 			})
 
 			t.Run("-w warns about reaped zombies", func(t *testing.T) {
-				code, stdout, stderr := runDirect(t, nil, bin, "-s", "-w", "--", "sh", "-c", `(sleep 0.1 &); sleep 1`)
+				code, stdout, stderr := runPID1(t, bin, "-w", "--", "sh", "-c", `(sleep 0.1 &); sleep 1`)
 				want := "reaped zombie process pid="
 				if i.isTini() {
 					want = "Reaped zombie process with pid="
@@ -637,24 +631,24 @@ while :; do sleep 0.05; done`
 			})
 
 			t.Run("-- and flags ending at the command", func(t *testing.T) {
-				if code, _, _ := runDirect(t, nil, bin, "-s", "--", "sh", "-c", "exit 5"); code != 5 {
-					t.Errorf("%s -s -- sh -c 'exit 5': exit %d, want 5", i.name, code)
+				if code, _, _ := runPID1(t, bin, "--", "sh", "-c", "exit 5"); code != 5 {
+					t.Errorf("%s -- sh -c 'exit 5': exit %d, want 5", i.name, code)
 				}
 				// tini's getopt permutes: without --, the command's own -c is
 				// taken for a tini flag. imagectl-init stops at the command.
-				code, _, _ := runDirect(t, nil, bin, "-s", "sh", "-c", "exit 5")
+				code, _, _ := runPID1(t, bin, "sh", "-c", "exit 5")
 				want := 5
 				if i.isTini() {
 					want = 1
 				}
 				if code != want {
-					t.Errorf("%s -s sh -c 'exit 5': exit %d, want %d", i.name, code, want)
+					t.Errorf("%s sh -c 'exit 5': exit %d, want %d", i.name, code, want)
 				}
 			})
 
 			t.Run("an unknown flag is a usage error, never a command", func(t *testing.T) {
 				for _, flag := range []string{"-x", "--bogus"} {
-					code, stdout, stderr := runDirect(t, nil, bin, flag, "--", "sh", "-c", "echo ran")
+					code, stdout, stderr := runPID1(t, bin, flag, "--", "sh", "-c", "echo ran")
 					want := 2
 					if i.isTini() {
 						want = 1 // tini: usage, exit 1
@@ -671,23 +665,6 @@ while :; do sleep 0.05; done`
 	}
 }
 
-// killGroupOf ends what a -g scenario left behind: the processes whose
-// environment has DIR=dir.
-func killGroupOf(dir string) {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		for _, kv := range strings.Split(string(b), "\x00") {
-			if kv == "DIR="+dir {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	}
-}
 
 // TestStrayFaultSignalsNotPID1: under another init (`-s`, not PID 1) the
 // kernel does not protect the init from signals it has no handler for.

@@ -665,7 +665,6 @@ while :; do sleep 0.05; done`
 	}
 }
 
-
 // TestStrayFaultSignalsNotPID1: under another init (`-s`, not PID 1) the
 // kernel does not protect the init from signals it has no handler for.
 // imagectl-init catches a SIGSEGV sent by kill and forwards it; tini, which

@@ -59,6 +59,7 @@ type fakeRunner struct {
 	pipLog  string
 	python  string
 	noPy    bool   // the base has no python and apt offers python3.99 only
+	aptPy   bool   // the base has no python; apt offers python3.10 and python3.11
 	fileURL string // base URL of the wheel files
 }
 
@@ -79,9 +80,13 @@ func (f *fakeRunner) Run(_ context.Context, j Job) (map[string][]byte, error) {
 			rc = "0"
 		}
 		out := map[string][]byte{"apt.txt": []byte(f.apt), "apt.rc": []byte(rc + "\n"), "apt.log": []byte("E: Unable to locate package nosuch\n")}
-		if f.noPy {
+		switch {
+		case f.noPy:
 			out["python.path"], out["python.offers"] = []byte("\n"), []byte("python3.99\n")
-		} else {
+		case f.aptPy:
+			out["python.path"], out["python.offers"] = []byte("\n"), []byte("python3.10\npython3.11\n")
+			out["python.install"] = []byte("python3.11 python3.11-venv\n")
+		default:
 			out["python.path"] = []byte("/usr/bin/python3.11\n")
 		}
 		return out, nil

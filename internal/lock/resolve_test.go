@@ -99,6 +99,27 @@ func TestResolveDemo(t *testing.T) {
 	}
 }
 
+// TestResolvePythonFromApt locks an image whose base has no Python: the apt
+// step adds python3.X and python3.X-venv (the fake's apt output stands for
+// their closure), and the lock records the interpreter the pip step found.
+func TestResolvePythonFromApt(t *testing.T) {
+	f := newFixture(t)
+	f.runner.aptPy = true
+	l, err := Resolve(context.Background(), f.demo(), f.opts()...)
+	if err != nil {
+		t.Fatalf("Resolve() = %v", err)
+	}
+	if l.Python != (Python{Version: "3.11.2", Path: "/usr/bin/python3.11", Provider: "apt"}) {
+		t.Errorf("lock python = %+v, want python3.11 from apt at /usr/bin/python3.11", l.Python)
+	}
+	aj, _ := f.runner.job("apt resolve")
+	for _, want := range []string{"command -v python3.11", "apt-cache pkgnames python3.", "extra='python3.11 python3.11-venv'", `"$@"`} {
+		if !strings.Contains(aj.Script, want) {
+			t.Errorf("apt script lacks %q:\n%s", want, aj.Script)
+		}
+	}
+}
+
 func TestResolveErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string

@@ -36,8 +36,8 @@ type WheelIndex struct {
 	URL string
 }
 
-// NewWheelIndex publishes specs into a fresh index served on 127.0.0.1 until
-// the test ends. It needs no daemon, so unit tests may use it too.
+// NewWheelIndex publishes specs, and Debian's pip wheel when installed, into
+// a fresh index served on 127.0.0.1 until the test ends. It needs no daemon, so unit tests may use it too.
 func NewWheelIndex(t testing.TB, specs ...wheelhouse.Spec) WheelIndex {
 	t.Helper()
 	dir := t.TempDir()
@@ -46,10 +46,23 @@ func NewWheelIndex(t testing.TB, specs ...wheelhouse.Spec) WheelIndex {
 			t.Fatalf("publishing %s %s: %v", s.Name, s.Version, err)
 		}
 	}
-	if len(specs) == 0 {
-		if _, err := wheelhouse.WriteIndex(dir); err != nil {
+	// Debian's pip wheel (python3-pip-whl, hack/deps.sh): every lock takes
+	// its resolver from the PyPI-side index.
+	pips, _ := filepath.Glob("/usr/share/python-wheels/pip-*-py3-none-any.whl")
+	for _, p := range pips {
+		b, err := os.ReadFile(p)
+		if err != nil {
 			t.Fatal(err)
 		}
+		if err := os.MkdirAll(filepath.Join(dir, "files"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "files", filepath.Base(p)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := wheelhouse.WriteIndex(dir); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := wheelhouse.Serve(ctx, dir, "127.0.0.1:0")

@@ -90,7 +90,7 @@ phase_setup() {
 
   step keys
   for k in signer verifier; do
-    [ -f $G/keys/$k/cosign.key ] || imagectl generate-key-pair --dir $G/keys/$k
+    [ -f $G/keys/$k/cosign.key ] || imagectl sign generate-key-pair --dir $G/keys/$k
   done
   save setup
 }

@@ -30,6 +30,8 @@ type Routes struct {
 	Torch string
 	// Indexes are the other indexes, in order: a project comes from the
 	// first one that has it (uv's "first-index" strategy), never from two.
+	// Without any, every project comes from Torch (one index for all, as a
+	// spec without pip_indexes asks).
 	Indexes []string
 }
 
@@ -46,7 +48,7 @@ func IsTorchProject(name string) bool {
 
 // Candidates are the indexes asked for project name, in order.
 func (r Routes) Candidates(name string) []string {
-	if r.Torch != "" && IsTorchProject(name) {
+	if r.Torch != "" && (IsTorchProject(name) || len(r.Indexes) == 0) {
 		return []string{r.Torch}
 	}
 	return r.Indexes
@@ -207,7 +209,7 @@ func (p *Proxy) Project(ctx context.Context, name string) (string, []File, error
 func (p *Proxy) route(ctx context.Context, n string) page {
 	cands := p.routes.Candidates(n)
 	if len(cands) == 0 {
-		return page{err: fmt.Errorf("project %s: no index routes it (the torch index serves only %s and nvidia-*)", n, strings.Join(torchNames, ", "))}
+		return page{err: fmt.Errorf("project %s: no index to take it from", n)}
 	}
 	for _, ix := range cands {
 		files, size, err := p.c.fetchPage(ctx, ix, n)

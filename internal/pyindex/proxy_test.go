@@ -2,6 +2,7 @@ package pyindex
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -188,9 +189,16 @@ func TestProxyRangeRequests(t *testing.T) {
 	if st.Downloads != 0 || st.RangeReads == 0 || st.RangeBytes > 3*blockSize || srv.sent.Load() > 3*blockSize+64<<10 {
 		t.Errorf("stats %+v, server sent %d: want a few range reads, not the %d-byte wheel", st, srv.sent.Load(), big)
 	}
-	// numpy is not a torch project and there is no other index.
-	if _, _, err := p.Project(context.Background(), "numpy"); err == nil || !strings.Contains(err.Error(), "no index routes it") {
-		t.Errorf("Project(numpy) = %v, want a routing error", err)
+	// Without other indexes, every project comes from the torch index:
+	// its filelock is found there, numpy is not.
+	if ix, files, err := p.Project(context.Background(), "filelock"); err != nil || ix != ts.URL+"/" || len(files) != 1 {
+		t.Errorf("Project(filelock) = %s %v %v, want the torch index's", ix, files, err)
+	}
+	if _, _, err := p.Project(context.Background(), "numpy"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Project(numpy) = %v, want ErrNotFound", err)
+	}
+	if _, _, err := (&Proxy{routes: Routes{}, c: p.c, files: map[string]Served{}, pages: map[string]page{}}).Project(context.Background(), "numpy"); err == nil || !strings.Contains(err.Error(), "no index to take it from") {
+		t.Errorf("Project(numpy) without indexes = %v, want a routing error", err)
 	}
 }
 

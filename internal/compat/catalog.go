@@ -42,6 +42,11 @@ type Wheel struct {
 	// Torch is the release, filled in by the lookups ("2.6.0").
 	Torch   string `json:"torch,omitempty"`
 	Variant string `json:"variant"`
+	// Platforms are the OCI platforms ("linux/amd64", "linux/arm64") the
+	// variant publishes wheels for; PlatformsSource says where that comes
+	// from and marks what is unconfirmed.
+	Platforms       []string `json:"platforms"`
+	PlatformsSource string   `json:"platforms_source"`
 	// CUDA is the CUDA runtime the wheel is built against; empty for cpu.
 	CUDA string `json:"cuda,omitempty"`
 	// IndexPath is the variant's path under the PyTorch wheel index
@@ -118,6 +123,14 @@ func parse(b []byte) (*Catalog, error) {
 			w.Torch = r.Version
 			if w.Source == "" || w.IndexPath == "" || len(w.Python) == 0 {
 				return nil, fmt.Errorf("torch %s %s: source, index_path and python are required", r.Version, w.Variant)
+			}
+			if len(w.Platforms) == 0 || w.PlatformsSource == "" {
+				return nil, fmt.Errorf("torch %s %s: platforms and platforms_source are required", r.Version, w.Variant)
+			}
+			for _, p := range w.Platforms {
+				if !slices.Contains(Platforms, p) {
+					return nil, fmt.Errorf("torch %s %s: platform %q is not one of %s", r.Version, w.Variant, p, strings.Join(Platforms, ", "))
+				}
 			}
 			if w.Variant != "cpu" && (w.CUDA == "" || Variant(w.CUDA) != w.Variant || w.NCCL == nil || w.CUDNN == nil) {
 				return nil, fmt.Errorf("torch %s %s: a CUDA wheel needs cuda matching its variant, nccl and cudnn", r.Version, w.Variant)
@@ -224,6 +237,27 @@ func cudaVersions() []string {
 	var vs []string
 	for _, f := range catalog.CUDA {
 		vs = append(vs, f.CUDA)
+	}
+	return vs
+}
+
+// Platforms are the OCI platforms imagectl specifies, locks and builds.
+var Platforms = []string{"linux/amd64", "linux/arm64"}
+
+// DefaultPlatform is the platform of an image whose spec names none.
+const DefaultPlatform = "linux/amd64"
+
+// PublishesPlatform reports whether w has wheels for the OCI platform p.
+func (w Wheel) PublishesPlatform(p string) bool { return slices.Contains(w.Platforms, p) }
+
+// VariantsFor lists the variants of r that publish wheels for platform p,
+// in catalog order.
+func (r TorchRelease) VariantsFor(p string) []string {
+	var vs []string
+	for _, w := range r.Wheels {
+		if w.PublishesPlatform(p) {
+			vs = append(vs, w.Variant)
+		}
 	}
 	return vs
 }

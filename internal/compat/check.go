@@ -14,6 +14,8 @@ type Request struct {
 	NCCL         string
 	CUDNN        string
 	DriverFloor  string
+	// Platforms are the image's OCI platforms; empty means DefaultPlatform.
+	Platforms []string
 }
 
 // Problem is one rule the request breaks. Field names the spec attribute
@@ -127,6 +129,19 @@ func checkWheel(r Request, add func(field, summary, detail string)) (Wheel, bool
 	case w.CUDA != "" && major(w.CUDA) != major(r.CUDA):
 		add(field, fmt.Sprintf("the %s wheels (CUDA %s) on a CUDA %s base mix two CUDA major versions", variant, w.CUDA, r.CUDA),
 			fmt.Sprintf("Two CUDA runtimes of different majors in one process crash at run time. %s", choices(rel, r.CUDA)))
+		good = false
+	}
+	for _, p := range r.Platforms {
+		if w.PublishesPlatform(p) {
+			continue
+		}
+		detail := fmt.Sprintf("torch %s+%s publishes wheels for %s only (%s).", r.Torch, variant, strings.Join(w.Platforms, ", "), w.PlatformsSource)
+		if vs := rel.VariantsFor(p); len(vs) > 0 {
+			detail += fmt.Sprintf(" For %s, torch %s publishes %s wheels: choose one of those variants (with a matching cuda base), or drop %s from platforms.", p, r.Torch, strings.Join(vs, ", "), p)
+		} else {
+			detail += fmt.Sprintf(" torch %s publishes no wheel for %s: drop it from platforms.", r.Torch, p)
+		}
+		add("platforms", fmt.Sprintf("torch %s+%s publishes no %s wheel", r.Torch, variant, p), detail)
 		good = false
 	}
 	if r.Python != "" && !w.supportsPython(r.Python) {

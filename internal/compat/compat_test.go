@@ -29,6 +29,15 @@ func TestCatalogFacts(t *testing.T) {
 			t.Errorf("LookupWheel(2.6.0, %s).Python (-want +got):\n%s", tc.variant, diff)
 		}
 	}
+	// Which 2.6.0 variants publish linux_aarch64 wheels (catalog platforms_source).
+	for variant, want := range map[string][]string{
+		"cpu": {"linux/amd64", "linux/arm64"}, "cu118": {"linux/amd64"}, "cu124": {"linux/amd64"}, "cu126": {"linux/amd64", "linux/arm64"},
+	} {
+		w, _ := LookupWheel("2.6.0", variant)
+		if diff := cmp.Diff(want, w.Platforms); diff != "" || w.PlatformsSource == "" {
+			t.Errorf("LookupWheel(2.6.0, %s).Platforms (-want +got):\n%s (source %q)", variant, diff, w.PlatformsSource)
+		}
+	}
 	if _, ok := LookupWheel("2.6.0", "cu121"); ok {
 		t.Errorf("LookupWheel(2.6.0, cu121) found; torch 2.6.0 publishes no cu121 wheel")
 	}
@@ -64,6 +73,8 @@ func TestParseRejects(t *testing.T) {
 		{"wrong schema", `{"schema":2,"torch":[],"cuda":[]}`},
 		{"wheel without source", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"]}]}],"cuda":[]}`},
 		{"cuda wheel without pins", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cu124","cuda":"12.4","index_path":"whl/cu124","python":["3.11"],"source":"s"}]}],"cuda":[]}`},
+		{"wheel without platforms", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"],"source":"s"}]}],"cuda":[]}`},
+		{"wheel on an unknown platform", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"],"source":"s","platforms":["linux/s390x"],"platforms_source":"s"}]}],"cuda":[]}`},
 		{"floor without source", `{"schema":1,"torch":[],"cuda":[{"version":"12.1","native":"530.30.02","minor_compat":"525.60.13"}]}`},
 	} {
 		if _, err := parse([]byte(tc.json)); err == nil {
@@ -96,6 +107,12 @@ func TestCheck(t *testing.T) {
 		{"python too old", Request{Torch: "2.6.0", Python: "3.8"}, []string{"python: not built for Python 3.8|3.9, 3.10, 3.11, 3.12, 3.13"}},
 		{"major mix", Request{CUDA: "12.1", Torch: "2.6.0", TorchVariant: "cu118", DriverFloor: "530.30.02"}, []string{"torch_variant: mix two CUDA major versions"}},
 		{"cpu wheel on cuda", Request{CUDA: "11.8", Torch: "2.6.0", TorchVariant: "cpu", DriverFloor: "525.60.13"}, []string{"torch_variant: leaves the GPU unused"}},
+		{"cu126 on both platforms", Request{CUDA: "12.6", Torch: "2.6.0", DriverFloor: "560.28.03", Platforms: []string{"linux/amd64", "linux/arm64"}}, nil},
+		{"cpu on arm64", Request{Torch: "2.6.0", Python: "3.11", Platforms: []string{"linux/arm64"}}, nil},
+		{"cu124 has no arm64 wheel", Request{CUDA: "12.4", Torch: "2.6.0", DriverFloor: "550.54.14", Platforms: []string{"linux/amd64", "linux/arm64"}},
+			[]string{"platforms: torch 2.6.0+cu124 publishes no linux/arm64 wheel|for linux/amd64 only|torch 2.6.0 publishes cpu, cu126 wheels|drop linux/arm64 from platforms"}},
+		{"cu118 has no arm64 wheel", Request{CUDA: "11.8", Torch: "2.6.0", DriverFloor: "520.61.05", Platforms: []string{"linux/arm64"}},
+			[]string{"platforms: torch 2.6.0+cu118 publishes no linux/arm64 wheel|cpu, cu126"}},
 		{"unknown torch", Request{Torch: "1.13.1"}, []string{"torch: torch 1.13.1 is not in the compatibility catalog|2.6.0"}},
 		{"unknown cuda", Request{CUDA: "10.2"}, []string{"cuda: CUDA 10.2 is not in the compatibility catalog"}},
 	} {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"imagectl/internal/mirror"
+	"imagectl/internal/spec"
 )
 
 // platform is the only platform imagectl locks.
@@ -124,4 +125,25 @@ func (b Base) Pull() string {
 		d = b.IndexDigest
 	}
 	return repo + "@" + d
+}
+
+// UnsupportedPlatformError reports a spec platform this lock stage cannot
+// resolve yet: it locks linux/amd64 only, and says so rather than writing
+// an amd64 lock for a spec that asks for more.
+type UnsupportedPlatformError struct {
+	Image, Platform string
+}
+
+func (e *UnsupportedPlatformError) Error() string {
+	return fmt.Sprintf("image %s: platform %s: this imagectl locks %s only (docs/build.md, \"Platforms\")", e.Image, e.Platform, platform)
+}
+
+// checkPlatforms refuses a spec whose platforms this lock cannot resolve.
+func checkPlatforms(img spec.Image) error {
+	for _, p := range img.Platforms {
+		if p != platform.String() {
+			return &UnsupportedPlatformError{Image: img.Name, Platform: p}
+		}
+	}
+	return nil
 }

@@ -46,7 +46,7 @@ func (e *CatalogError) Error() string {
 func request(img spec.Image) compat.Request {
 	return compat.Request{
 		CUDA: img.CUDA, Torch: img.Torch, TorchVariant: img.TorchVariant, Python: img.Python,
-		NCCL: img.NCCL, CUDNN: img.CUDNN, DriverFloor: img.DriverFloor,
+		NCCL: img.NCCL, CUDNN: img.CUDNN, DriverFloor: img.DriverFloor, Platforms: img.Platforms,
 	}
 }
 

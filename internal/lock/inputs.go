@@ -5,15 +5,23 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
+	"imagectl/internal/compat"
 	"imagectl/internal/spec"
 )
 
 // InputsDigest returns "sha256:<hex>" over the canonical JSON of img with
 // its position (File, Line, Column) cleared: moving an image block within
 // or between files does not make its lock stale, any other edit does.
+// The default platform list (["linux/amd64"]) is left out, so the locks of
+// single-platform images keep the digest they had before specs had
+// platforms.
 func InputsDigest(img spec.Image) (string, error) {
 	img.File, img.Line, img.Column = "", 0, 0
+	if slices.Equal(img.Platforms, []string{compat.DefaultPlatform}) {
+		img.Platforms = nil
+	}
 	b, err := json.Marshal(img)
 	if err != nil {
 		return "", fmt.Errorf("encoding image %s: %w", img.Name, err)

@@ -50,6 +50,9 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 	if img.Python == "" {
 		return nil, nil, fmt.Errorf("image %s: python is required", img.Name)
 	}
+	if err := checkPlatforms(img); err != nil {
+		return nil, nil, err
+	}
 	core, cres, err := applyCatalog(o.catalog, img)
 	if err != nil {
 		return nil, nil, err

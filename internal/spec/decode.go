@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -210,6 +211,7 @@ func (l *loader) decodeImage(ctx *hcl.EvalContext, blk *hcl.Block, attrs, own co
 			continue
 		}
 		l.names[img.Name] = nameRange
+		l.checkPlatforms(&img, ranges)
 		if hasErrors(l.diags[before:]) {
 			continue
 		}
@@ -266,6 +268,25 @@ func (l *loader) apply(ctx *hcl.EvalContext, b *block, prefix string, attrs coll
 	}
 }
 
+// checkPlatforms fills in the default platform, rejects a platform named
+// twice and sorts the list, so that the order in the spec does not change
+// the image (nor its lock's inputs digest).
+func (l *loader) checkPlatforms(img *Image, ranges map[string]hcl.Range) {
+	if len(img.Platforms) == 0 {
+		img.Platforms = []string{compat.DefaultPlatform}
+		return
+	}
+	ps := slices.Clone(img.Platforms)
+	slices.Sort(ps)
+	for i := 1; i < len(ps); i++ {
+		if ps[i] == ps[i-1] {
+			l.errorf(ranges["platforms"], "Duplicate platform", "Platform %q is listed twice in platforms (image %q).", ps[i], img.Name)
+			return
+		}
+	}
+	img.Platforms = ps
+}
+
 // applyCompat applies the catalog to img and fills in what the chosen
 // wheel decides (variant, NCCL and cuDNN pins) and the runtime facts.
 func (l *loader) applyCompat(img *Image, ranges map[string]hcl.Range, def hcl.Range) bool {
@@ -277,6 +298,7 @@ func (l *loader) applyCompat(img *Image, ranges map[string]hcl.Range, def hcl.Ra
 		NCCL:         img.NCCL,
 		CUDNN:        img.CUDNN,
 		DriverFloor:  img.DriverFloor,
+		Platforms:    img.Platforms,
 	})
 	for _, p := range problems {
 		rng, ok := ranges[p.Field]

@@ -28,6 +28,10 @@ type Image struct {
 	// CUDA); a spec sets it to run e.g. cu124 wheels on a 12.1 base under
 	// minor-version compatibility. Load always fills it when Torch is set.
 	TorchVariant string `json:"torch_variant,omitempty"`
+	// Platforms are the OCI platforms the image is locked and built for
+	// ("linux/amd64", "linux/arm64"), sorted. Load fills in
+	// ["linux/amd64"] when the spec names none.
+	Platforms []string `json:"platforms,omitempty"`
 	// Python is the interpreter's minor version ("3.11").
 	Python string `json:"python"`
 	// NCCL and CUDNN are the versions the torch wheel pins. Load checks a

@@ -143,6 +143,12 @@ base = "registry.example/b:1"` + "\n" + `python = "3.11"` + "\n" + `cuda = "12.4
 base = "registry.example/b:1"` + "\n" + `python = "3.12"` + "\n" + `torch = "2.6.0"` + repos + "}",
 		want: []spec.Image{{Name: "c", Base: "registry.example/b:1", Python: "3.12", Torch: "2.6.0", TorchVariant: "cpu"}},
 	}, {
+		name: "platforms sorted",
+		src: `image "p" {
+base = "registry.example/b:1"` + "\n" + `python = "3.11"` + "\n" + `cuda = "12.6"` + "\n" + `torch = "2.6.0"` + "\n" + `driver_floor = "560.28.03"` + "\n" + `platforms = ["linux/arm64", "linux/amd64"]` + repos + "}",
+		want: []spec.Image{{Name: "p", Base: "registry.example/b:1", Python: "3.11", CUDA: "12.6", Torch: "2.6.0", TorchVariant: "cu126", Platforms: []string{"linux/amd64", "linux/arm64"},
+			NCCL: "2.21.5", CUDNN: "9.5.1.17", DriverFloor: "560.28.03", Runtime: initconfig.Config{DriverFloor: "560.28.03"}}},
+	}, {
 		name: "sizes and durations",
 		src: `image "s" {
 base = "registry.example/b:1"
@@ -167,6 +173,11 @@ verify {
 			got, err := spec.LoadSource(context.Background(), "t.hcl", []byte(tc.src), spec.WithVars(tc.vars), spec.WithEnv(envOf(tc.env)))
 			if err != nil {
 				t.Fatalf("LoadSource() = %v", err)
+			}
+			for i := range tc.want {
+				if tc.want[i].Platforms == nil { // Load fills in the default platform
+					tc.want[i].Platforms = []string{"linux/amd64"}
+				}
 			}
 			ignore := cmpopts.IgnoreFields(spec.Image{}, "File", "Line", "Column", "Repos", "Runtime.Image")
 			onlyNames := tc.want[0].Base == ""

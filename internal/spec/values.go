@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -142,6 +143,13 @@ var variantRE = regexp.MustCompile(`^(cpu|cu[0-9]{3,4})$`)
 func checkVariant(s string) error {
 	if !variantRE.MatchString(s) {
 		return fmt.Errorf("torch_variant %q is not \"cpu\" or \"cuNNN\" such as \"cu124\"", s)
+	}
+	return nil
+}
+
+func checkPlatform(s string) error {
+	if !slices.Contains(compat.Platforms, s) {
+		return fmt.Errorf("platform %q is not one of %s", s, strings.Join(quoteAll(compat.Platforms), ", "))
 	}
 	return nil
 }

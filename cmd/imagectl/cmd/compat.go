@@ -54,11 +54,11 @@ need. With --torch and --cuda and no matching wheel, the choices are named.`,
 
 func writeCompat(w io.Writer, ans compat.Answer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TORCH\tVARIANT\tCUDA\tNCCL\tCUDNN\tPYTHON\tARCHS\tMODE\tMIN DRIVER")
+	fmt.Fprintln(tw, "TORCH\tVARIANT\tCUDA\tNCCL\tCUDNN\tPYTHON\tARCHS\tPLATFORMS\tMODE\tMIN DRIVER")
 	for _, m := range ans.Wheels {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Torch, m.Variant, dash(m.CUDA),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Torch, m.Variant, dash(m.CUDA),
 			dash(pinVersion(m.NCCL)), dash(pinVersion(m.CUDNN)), pyRange(m.Python),
-			dash(archRange(m.Archs)), dash(m.Mode), dash(m.MinDriver))
+			dash(archRange(m.Archs)), strings.Join(m.Platforms, ","), dash(m.Mode), dash(m.MinDriver))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "CUDA\tDRIVER (NATIVE)\tDRIVER (MINOR-VERSION COMPAT)")

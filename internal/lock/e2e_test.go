@@ -116,10 +116,10 @@ func TestE2ELockDemo(t *testing.T) {
 func TestE2EUpgrade(t *testing.T) {
 	env := testenv.Get(t)
 	ctx := e2eContext(t)
-	ix := testenv.NewWheelIndex(t,
+	ix := withPip(t, testenv.NewWheelIndex(t,
 		wheelhouse.Spec{Name: "demo-core", Version: "1.0.0"},
 		wheelhouse.Spec{Name: "demo-util", Version: "1.0.0", Requires: []string{"demo-core>=1.0"}},
-	)
+	))
 	img := loadDemo(t, env)
 	// Unpinned, so only the frozen list holds demo-core still.
 	img.Pip = []string{"demo-core", "demo-util"}

@@ -1,12 +1,14 @@
 package lock
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"sort"
 	"strings"
+
+	"pault.ag/go/debian/control"
+	"pault.ag/go/debian/dependency"
 
 	"imagectl/internal/spec"
 )
@@ -15,8 +17,9 @@ import (
 // pulled it into the resolved closure.
 type ForbiddenError struct {
 	Image, Kind, Package, Version string
-	// Chain is the dependency path from a package the spec asks for to the
-	// forbidden one ("openssh-server", "openssh-client", "libfoo"); just the
+	// Chain is the dependency path from a package the spec asks for (an
+	// apt entry, or python3.X / python3.X-venv when the lock provisions the
+	// spec's Python) to the forbidden one ("openssh-server", "openssh-client", "libfoo"); just the
 	// package when the spec asks for it itself; empty when it could not be
 	// traced (TraceErr says why).
 	Chain    []string
@@ -47,7 +50,10 @@ func checkForbidden(ctx context.Context, r Runner, img spec.Image, image string,
 				continue
 			}
 			e := &ForbiddenError{Image: img.Name, Kind: "apt", Package: f, Version: d.Version}
-			e.Chain, e.TraceErr = aptChain(ctx, r, image, img.Apt, debs, f)
+			// The spec's apt list, and the interpreter's packages when the
+			// lock provisions Python from the base's repositories.
+			asked := append(append([]string(nil), img.Apt...), pythonPackages(img.Python)...)
+			e.Chain, e.TraceErr = aptChain(ctx, r, image, asked, debs, f)
 			return e
 		}
 		if res == nil {
@@ -113,7 +119,10 @@ func aptChain(ctx context.Context, r Runner, image string, asked []string, debs 
 	if rc := strings.TrimSpace(string(files["show.rc"])); rc != "0" {
 		return nil, fmt.Errorf("apt-cache show exited %s: %s", rc, strings.TrimSpace(string(files["show.log"])))
 	}
-	edges := aptEdges(files["show.txt"], debs)
+	edges, err := aptEdges(files["show.txt"], debs)
+	if err != nil {
+		return nil, err
+	}
 	var starts []string
 	for _, a := range asked {
 		n, _, _ := strings.Cut(a, "=")
@@ -126,93 +135,59 @@ func aptChain(ctx context.Context, r Runner, image string, asked []string, debs 
 	return nil, fmt.Errorf("no spec package depends on %s in apt's records", target)
 }
 
-// aptEdges reads apt-cache show stanzas into package -> dependencies in the
-// closure (a virtual package leads to the closure package providing it; all
-// alternatives of an "a | b" are followed, apt chose one of those present).
-func aptEdges(show []byte, debs []Deb) map[string][]string {
+// aptRecord is the part of an apt-cache show paragraph the chain needs.
+type aptRecord struct {
+	control.Paragraph
+	Package    string
+	Depends    dependency.Dependency
+	PreDepends dependency.Dependency `control:"Pre-Depends"`
+	Provides   dependency.Dependency
+}
+
+// aptEdges reads apt-cache show paragraphs into package -> dependencies in
+// the closure (a virtual package leads to the closure package providing it;
+// all alternatives of an "a | b" are followed: apt chose among those present).
+func aptEdges(show []byte, debs []Deb) (map[string][]string, error) {
 	in := map[string]bool{}
 	for _, d := range debs {
 		in[d.Name] = true
 	}
-	type stanza struct{ pkg, deps, provides string }
-	var stanzas []stanza
-	var cur stanza
-	var last *string
-	sc := bufio.NewScanner(bytes.NewReader(show))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	flush := func() {
-		if cur.pkg != "" {
-			stanzas = append(stanzas, cur)
-		}
-		cur, last = stanza{}, nil
+	var recs []aptRecord
+	if err := control.Unmarshal(&recs, bytes.NewReader(show)); err != nil {
+		return nil, fmt.Errorf("reading apt-cache show: %w", err)
 	}
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.TrimSpace(line) == "" {
-			flush()
-			continue
-		}
-		if (line[0] == ' ' || line[0] == '\t') && last != nil {
-			*last += " " + strings.TrimSpace(line)
-			continue
-		}
-		k, v, _ := strings.Cut(line, ":")
-		v = strings.TrimSpace(v)
-		last = nil
-		switch k {
-		case "Package":
-			cur.pkg = v
-		case "Depends", "Pre-Depends":
-			if cur.deps != "" {
-				cur.deps += ", "
-			}
-			cur.deps += v
-			last = &cur.deps
-		case "Provides":
-			cur.provides = v
-			last = &cur.provides
-		}
-	}
-	flush()
 	providers := map[string][]string{}
-	for _, s := range stanzas {
-		for _, p := range debNames(s.provides) {
-			providers[p] = append(providers[p], s.pkg)
+	for _, r := range recs {
+		for _, p := range names(r.Provides) {
+			providers[p] = append(providers[p], r.Package)
 		}
 	}
 	edges := map[string][]string{}
-	for _, s := range stanzas {
+	for _, r := range recs {
 		seen := map[string]bool{}
-		for _, dep := range debNames(s.deps) {
+		for _, dep := range append(names(r.PreDepends), names(r.Depends)...) {
 			targets := []string{dep}
 			if !in[dep] {
 				targets = providers[dep]
 			}
 			for _, t := range targets {
-				if in[t] && !seen[t] && t != s.pkg {
+				if in[t] && !seen[t] && t != r.Package {
 					seen[t] = true
-					edges[s.pkg] = append(edges[s.pkg], t)
+					edges[r.Package] = append(edges[r.Package], t)
 				}
 			}
 		}
 	}
-	return edges
+	return edges, nil
 }
 
-// debNames lists the package names of a Depends/Provides field:
-// "a (>= 1) | b:any, c" -> a, b, c.
-func debNames(field string) []string {
+// names lists the package names of a relationship field, every
+// alternative included: "a (>= 1) | b:any, c" -> a, b, c.
+func names(d dependency.Dependency) []string {
 	var out []string
-	for _, group := range strings.Split(field, ",") {
-		for _, alt := range strings.Split(group, "|") {
-			n := strings.TrimSpace(alt)
-			if i := strings.IndexAny(n, " (["); i >= 0 {
-				n = n[:i]
-			}
-			n, _, _ = strings.Cut(n, ":")
-			if n != "" {
-				out = append(out, n)
-			}
+	for _, r := range d.Relations {
+		for _, p := range r.Possibilities {
+			out = append(out, p.Name)
 		}
 	}
 	return out

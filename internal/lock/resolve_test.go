@@ -171,6 +171,17 @@ func TestResolveErrors(t *testing.T) {
 		want: "policy forbids apt package libonig5, and the resolved closure has libonig5 6.9.8-1, pulled in by jq -> libjq1 -> libonig5",
 		is:   func(err error) bool { var e *ForbiddenError; return errors.As(err, &e) },
 	}, {
+		name: "forbidden apt package pulled in by the provisioned python",
+		setup: func(f *fixture, s *spatch) {
+			f.runner.aptPy = true
+			f.runner.apt += "'http://deb.example/debian/pool/main/p/python3.11/python3.11_3.11.2-6_amd64.deb' python3.11_3.11.2-6_amd64.deb 1000 SHA256:" + strings.Repeat("3", 64) + "\n"
+			f.runner.aptShow = "Package: jq\nDepends: libjq1\n\nPackage: libjq1\nDepends: libc6\n\n" +
+				"Package: python3.11\nVersion: 3.11.2-6\nDepends: libonig5 (>= 6)\n\nPackage: libonig5\nVersion: 6.9.8-1\n\n"
+			s.forbidden = []string{"libonig5"}
+		},
+		want: "pulled in by python3.11 -> libonig5",
+		is:   func(err error) bool { var e *ForbiddenError; return errors.As(err, &e) },
+	}, {
 		name: "forbidden apt package, apt's records unreadable",
 		setup: func(_ *fixture, s *spatch) {
 			s.forbidden = []string{"libonig5"}

@@ -10,7 +10,8 @@ libraries through cuda-toolkit[...] extras, so a closure that skips extras
 misses libcudart), evaluating markers for this interpreter. Each distribution
 becomes a stored (uncompressed) wheel built from its RECORD: entries outside
 site-packages (../../bin console scripts) and installer files (INSTALLER,
-REQUESTED, direct_url.json) stay out, RECORD is rewritten with fresh hashes,
+REQUESTED, direct_url.json) stay out, file modes are kept (executables such
+as triton's ptxas must stay executable), RECORD is rewritten with fresh hashes,
 and the file name takes the compressed tag set of the WHEEL file's Tag lines
 (py2.py3-none-any). Like the PyTorch index, each wheel's METADATA is served
 beside it (PEP 658, data-core-metadata). --periphery adds a small pure-Python
@@ -106,7 +107,11 @@ def repack(dist, out):
             if not os.path.isfile(src) or "__pycache__" in rel:
                 continue
             data = open(src, "rb").read()
-            z.writestr(zipfile.ZipInfo(rel, date_time=(2026, 1, 1, 0, 0, 0)), data)
+            zi = zipfile.ZipInfo(rel, date_time=(2026, 1, 1, 0, 0, 0))
+            # Keep the mode: pip makes a file executable when the zip entry
+            # is (triton's ptxas, which torch.compile runs, is one).
+            zi.external_attr = (os.stat(src).st_mode & 0xFFFF) << 16
+            z.writestr(zi, data)
             record.append("%s,sha256=%s,%d" % (rel, b64(hashlib.sha256(data).digest()), len(data)))
             size += len(data)
         record.append(info + "/RECORD,,")

@@ -68,7 +68,8 @@ type Containerd struct {
 	Snapshotter string
 	// Image is the image, by digest, that containerd pulls from its registry.
 	Image name.Digest
-	// Python is the interpreter inside the image. The default is python3.
+	// Python is the interpreter inside the image. The default is the
+	// probe's (the lock's: ImagePython), else python3.
 	Python string
 	// GPUs is how many nvidia.com/gpu CDI devices a GPU probe gets: 0 (the
 	// default) is nvidia.com/gpu=all; N takes the first N indexed devices
@@ -310,7 +311,7 @@ func probeEnv(getenv func(string) string, digest string, extra []string) []strin
 // image's entrypoint with the probe as its command, the environment, the
 // mounts, /dev/shm, the network namespace and, for a GPU probe, devices.
 func (r *Containerd) SpecOpts(img oci.Image, probeDir, netnsPath string, p Probe, devices []string) []oci.SpecOpts {
-	py := firstNonEmpty(r.Python, "python3")
+	py := firstNonEmpty(r.Python, p.Python, "python3")
 	args := append([]string{py, probeMount + "/" + p.Script}, p.Args...)
 	mounts := []specs.Mount{{Destination: probeMount, Type: "bind", Source: probeDir, Options: []string{"rbind", "ro"}}}
 	if r.Storage != "" && r.StoragePath != "" {

@@ -114,7 +114,7 @@ func TestContainerdSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Containerd{Image: testRef, ShmBytes: 2 << 30, Storage: "/host/storage", StoragePath: "/storage", Python: "/opt/venv/bin/python", cdi: cache}
+	r := &Containerd{Image: testRef, ShmBytes: 2 << 30, Storage: "/host/storage", StoragePath: "/storage", cdi: cache}
 	ctx := namespaces.WithNamespace(context.Background(), "imagectl")
 	// containerd reads the user's groups from the unpacked root; a folder
 	// stands in for the snapshot.
@@ -137,7 +137,7 @@ func TestContainerdSpec(t *testing.T) {
 		return s
 	}
 
-	s := gen(Probe{Name: "torch", Script: "torchinfo.py", GPU: true}, []string{"nvidia.com/gpu=0"})
+	s := gen(Probe{Name: "torch", Script: "torchinfo.py", GPU: true, Python: "/opt/venv/bin/python"}, []string{"nvidia.com/gpu=0"})
 	if want := []string{"/usr/local/bin/imagectl-init", "--", "/opt/venv/bin/python", "/imagectl-probes/torchinfo.py"}; !cmp.Equal(s.Process.Args, want) {
 		t.Errorf("args = %q, want %q (the init stays the entrypoint)", s.Process.Args, want)
 	}

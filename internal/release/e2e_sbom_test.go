@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,30 +16,7 @@ import (
 	"imagectl/internal/lock"
 	"imagectl/internal/sbom"
 	"imagectl/internal/sign"
-	"imagectl/internal/testenv"
-	"imagectl/internal/wheelhouse"
 )
-
-// addHostPip adds Debian's pip wheel (python3-pip-whl, which make deps
-// installs) to the index: the lock resolves and installs with a pip wheel
-// from the index, as make up's index serves it.
-func addHostPip(t *testing.T, index testenv.WheelIndex) {
-	t.Helper()
-	m, _ := filepath.Glob("/usr/share/python-wheels/pip-*-py3-none-any.whl")
-	if len(m) == 0 {
-		t.Fatal("no /usr/share/python-wheels/pip-*.whl: run make deps (python3-pip-whl)")
-	}
-	b, err := os.ReadFile(m[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(index.Dir, "files", filepath.Base(m[0])), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := wheelhouse.WriteIndex(index.Dir); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // checkSBOM reads the SPDX attestation of ref (signed by pub) with
 // spdx/tools-golang's reader and checks that its Debian and Python

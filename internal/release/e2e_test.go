@@ -47,7 +47,6 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 		wheelhouse.Spec{Name: "demo-util", Version: "1.0.0", Requires: []string{"demo-dep>=1"}},
 		wheelhouse.Spec{Name: "demo-dep", Version: "1.0.0"},
 	)
-	addHostPip(t, index)
 	imgs, err := spec.Load(ctx, []string{filepath.Join(env.Root, "specs", "demo.hcl")},
 		spec.WithVars(map[string]string{"registry": env.Registry, "wheel_index": index.URL}))
 	if err != nil {

@@ -51,7 +51,7 @@ func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.
 	st := proxy.Stats()
 	log.Info("index traffic", "image", img.Name, "bytes", st.Total(), "pages", st.Pages, "metadata_files", st.MetadataFiles,
 		"range_reads", st.RangeReads, "range_bytes", st.RangeBytes, "downloads", st.Downloads, "download_bytes", st.DownloadBytes,
-		"passed", st.Passed, "passed_bytes", st.PassedBytes, "cache_hits", st.CacheHits)
+		"served", st.Served, "served_bytes", st.ServedBytes, "cache_hits", st.CacheHits)
 	if err != nil {
 		var pe *PipError
 		if errs := proxy.Errors(); errors.As(err, &pe) && len(errs) > 0 {

@@ -31,23 +31,26 @@ type Stats struct {
 	// RangeReads and RangeBytes are the HTTP range requests that read a
 	// wheel's zip directory and METADATA (index without metadata files).
 	RangeReads, RangeBytes int64
-	// Downloads and DownloadBytes are whole wheels read for their metadata
-	// from a server without range requests.
+	// Downloads and DownloadBytes are whole files read from upstream: a
+	// wheel for its metadata from a server without range requests, or a
+	// file a client asked for that was not cached yet.
 	Downloads, DownloadBytes int64
-	// Passed and PassedBytes are files streamed through to a client (the
-	// resolver wheel for the resolution step; a wheel pip asked for).
-	Passed, PassedBytes int64
+	// Served and ServedBytes are files the proxy gave its clients (pip,
+	// which downloads every wheel it resolved even with --dry-run up to
+	// pip 23.0; the resolution step's resolver wheel): from the wheel
+	// cache, not counted in Total.
+	Served, ServedBytes int64
 	// CacheHits are metadata answers served from the cache directory.
 	CacheHits int64
 }
 
 // Total is every byte fetched from upstream.
 func (s Stats) Total() int64 {
-	return s.PageBytes + s.MetadataBytes + s.RangeBytes + s.DownloadBytes + s.PassedBytes
+	return s.PageBytes + s.MetadataBytes + s.RangeBytes + s.DownloadBytes
 }
 
 type counters struct {
-	pages, pageBytes, metaFiles, metaBytes, ranges, rangeBytes, downloads, downloadBytes, passed, passedBytes, hits atomic.Int64
+	pages, pageBytes, metaFiles, metaBytes, ranges, rangeBytes, downloads, downloadBytes, served, servedBytes, hits atomic.Int64
 }
 
 func (c *counters) snapshot() Stats {
@@ -56,7 +59,7 @@ func (c *counters) snapshot() Stats {
 		MetadataFiles: c.metaFiles.Load(), MetadataBytes: c.metaBytes.Load(),
 		RangeReads: c.ranges.Load(), RangeBytes: c.rangeBytes.Load(),
 		Downloads: c.downloads.Load(), DownloadBytes: c.downloadBytes.Load(),
-		Passed: c.passed.Load(), PassedBytes: c.passedBytes.Load(),
+		Served: c.served.Load(), ServedBytes: c.servedBytes.Load(),
 		CacheHits: c.hits.Load(),
 	}
 }
@@ -205,13 +208,37 @@ func (c *client) wheelMetadata(ctx context.Context, f File) ([]byte, error) {
 }
 
 func (c *client) downloadMetadata(body io.Reader, f File) ([]byte, error) {
-	dir := filepath.Join(c.cacheDir, "tmp")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.CreateTemp(dir, "wheel-*")
+	path, err := c.storeWheel(body, f)
 	if err != nil {
 		return nil, err
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return metadataFromZip(fh, st.Size(), f.Filename)
+}
+
+// wheelPath is where the wheel with sha256 sum is cached.
+func (c *client) wheelPath(sum string) string {
+	return filepath.Join(c.cacheDir, "wheels", sum+".whl")
+}
+
+// storeWheel writes body to the wheel cache if its sha256 is the index's,
+// and returns the cached file.
+func (c *client) storeWheel(body io.Reader, f File) (string, error) {
+	dir := filepath.Join(c.cacheDir, "wheels")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".download-*")
+	if err != nil {
+		return "", err
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
@@ -220,12 +247,50 @@ func (c *client) downloadMetadata(body io.Reader, f File) ([]byte, error) {
 	c.n.downloads.Add(1)
 	c.n.downloadBytes.Add(n)
 	if err != nil {
-		return nil, fmt.Errorf("downloading %s: %w", redactURL(f.URL), err)
+		return "", fmt.Errorf("downloading %s: %w", redactURL(f.URL), err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != f.SHA256 {
-		return nil, fmt.Errorf("downloading %s: sha256 %s, the index says %s", redactURL(f.URL), got, f.SHA256)
+		return "", fmt.Errorf("downloading %s: sha256 %s, the index says %s", redactURL(f.URL), got, f.SHA256)
 	}
-	return metadataFromZip(tmp, n, f.Filename)
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	path := c.wheelPath(f.SHA256)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// wheel returns the cached copy of f, downloading it once (its sha256
+// checked) when the cache has none.
+func (c *client) wheel(ctx context.Context, f File) (string, error) {
+	path := c.wheelPath(f.SHA256)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	v, err, _ := c.flight.Do("wheel "+f.SHA256, func() (any, error) {
+		if _, err := os.Stat(path); err == nil {
+			return path, nil
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.do(req)
+		if err != nil {
+			return nil, fmt.Errorf("fetching %s: %w", redactURL(f.URL), err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("fetching %s: HTTP %d", redactURL(f.URL), resp.StatusCode)
+		}
+		return c.storeWheel(resp.Body, f)
+	})
+	if err != nil {
+		return "", err
+	}
+	return v.(string), nil
 }
 
 // metadataFromZip finds the wheel's top-level NAME-VERSION.dist-info/METADATA.

@@ -330,8 +330,32 @@ func (p *Proxy) serveFile(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	// pip asks for a file only when it cannot do with the metadata; stream
-	// it from upstream with the proxy's credentials.
+	// pip (up to 23.0 even with --dry-run) and the resolution step ask for
+	// files: a file with a sha256 comes from the wheel cache, read from
+	// upstream at most once; any other is streamed through.
+	if isHex(s.SHA256, 64) {
+		path, err := p.c.wheel(r.Context(), s.File)
+		if err != nil {
+			p.fail(w, fmt.Errorf("%s from %s: %w", s.Filename, redactURL(s.Index), err))
+			return
+		}
+		fh, err := os.Open(path)
+		if err != nil {
+			p.fail(w, err)
+			return
+		}
+		defer fh.Close()
+		st, err := fh.Stat()
+		if err != nil {
+			p.fail(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		http.ServeContent(w, r, s.Filename, time.Time{}, fh)
+		p.c.n.served.Add(1)
+		p.c.n.servedBytes.Add(st.Size())
+		return
+	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, s.URL, nil)
 	if err != nil {
 		p.fail(w, err)
@@ -352,8 +376,8 @@ func (p *Proxy) serveFile(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	n, _ := io.Copy(w, resp.Body)
-	p.c.n.passed.Add(1)
-	p.c.n.passedBytes.Add(n)
+	p.c.n.downloads.Add(1)
+	p.c.n.downloadBytes.Add(n)
 }
 
 func (p *Proxy) fail(w http.ResponseWriter, err error) {

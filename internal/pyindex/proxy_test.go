@@ -189,6 +189,23 @@ func TestProxyRangeRequests(t *testing.T) {
 	if st.Downloads != 0 || st.RangeReads == 0 || st.RangeBytes > 3*blockSize || srv.sent.Load() > 3*blockSize+64<<10 {
 		t.Errorf("stats %+v, server sent %d: want a few range reads, not the %d-byte wheel", st, srv.sent.Load(), big)
 	}
+	// pip (23.0 and older downloads every resolved wheel even with --dry-run)
+	// gets the file from the wheel cache: read from upstream once.
+	_, files, _ := p.Project(context.Background(), "torch")
+	before := srv.sent.Load()
+	for i := range 2 {
+		code, b := get(t, p.FileURL(files[0]))
+		if code != 200 || len(b) < big {
+			t.Fatalf("GET %s #%d: HTTP %d, %d bytes", files[0].Filename, i, code, len(b))
+		}
+	}
+	if sent := srv.sent.Load() - before; sent < big || sent > 2*big-1 {
+		t.Errorf("two GETs of the wheel through the proxy: upstream sent %d bytes, want the %d-byte wheel once", sent, big)
+	}
+	if st := p.Stats(); st.Served != 2 || st.Downloads != 1 {
+		t.Errorf("stats %+v: want 2 served from the cache, 1 download", st)
+	}
+
 	// Without other indexes, every project comes from the torch index:
 	// its filelock is found there, numpy is not.
 	if ix, files, err := p.Project(context.Background(), "filelock"); err != nil || ix != ts.URL+"/" || len(files) != 1 {

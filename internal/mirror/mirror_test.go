@@ -30,6 +30,7 @@ func TestTarget(t *testing.T) {
 		{"nvidia/cuda:12.1.1-runtime-ubuntu22.04", "reg.example:5000/platform/mirror", "reg.example:5000/platform/mirror/nvidia/cuda"},
 		{"127.0.0.1:5100/nvidia/cuda:11.8.0-runtime-ubuntu22.04", "127.0.0.1:5000/m", "127.0.0.1:5000/m/nvidia/cuda"},
 		{"ubuntu:22.04", "reg.example/m", "reg.example/m/library/ubuntu"},
+		{"harbor.corp/dockerhub-proxy/nvidia/cuda:12.1.1-runtime-ubuntu22.04", "reg.example/m", "reg.example/m/dockerhub-proxy/nvidia/cuda"},
 		{"nvcr.io/nvidia/cuda@sha256:" + strings.Repeat("a", 64), "reg.example/m", "reg.example/m/nvidia/cuda"},
 	} {
 		got, err := Target(tc.base, tc.mirror)

@@ -67,10 +67,7 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 	} else if cfg.Warmup == 0 {
 		cfg.Warmup = 5
 	}
-	shm := resource.MustParse("1Gi")
-	if min := l.Runtime.MinShmBytes; min > shm.Value() {
-		shm = *resource.NewQuantity(min, resource.BinarySI)
-	}
+	shm := *resource.NewQuantity(ShmBytes(l), resource.BinarySI)
 	if cfg.ShmSize != "" {
 		q, err := resource.ParseQuantity(cfg.ShmSize)
 		if err != nil {

@@ -135,6 +135,7 @@ phase_build() {
     tail -n 5 "$W/build-gzip.stderr"; ref_of "$W/build-gzip.json" > "$W/build-gzip.ref"; cat "$W/build-gzip.ref"
     gputool diff "$(cat "$W/build-gzip.ref")" "$(cat "$W/build-gzip.ref")" | tee "$W/size-gzip.json"
   fi
+  df -h /tmp | tail -n1
   cp $G/times.tsv "$W/"
   save build
 }
@@ -213,8 +214,17 @@ phase_bench() {
   REF=$(cat $G/run/build/build-zstd.ref)
   if [ -z "${QUICK:-}" ]; then
     step "pull + unpack into a fresh containerd: gzip vs zstd layers"
-    C2=$G/ctr2; mkdir -p $C2
-    cat > $C2/config.toml <<TOML
+    # The disk (64 GiB free) holds buildkitd's cache, the registry and one
+    # unpacked image at a time: verify's containerd goes first, then each
+    # measurement gets a containerd of its own, removed after it.
+    df -h /tmp | tail -n1
+    hack/down.sh
+    rm -rf .cache/containerd/root
+    GZ=$(cat $G/run/build/build-gzip.ref)
+    for run in gzip:$GZ zstd:$REF; do
+      c=${run%%:*} C2=$G/ctr-$c
+      mkdir -p $C2
+      cat > $C2/config.toml <<TOML
 version = 3
 root = "$C2/root"
 state = "$C2/state"
@@ -224,12 +234,12 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", 
 [ttrpc]
   address = ""
 TOML
-    setsid containerd --config $C2/config.toml > $C2/log 2>&1 < /dev/null &
-    for i in $(seq 1 100); do [ -S $C2/c.sock ] && break; sleep 0.1; done
-    GZ=$(cat $G/run/build/build-gzip.ref)
-    for run in gzip:$GZ zstd:$REF gzip-2:$GZ zstd-2:$REF; do
-      # -2: a second namespace, content already in the store: unpack only
-      gputool pull --address $C2/c.sock --namespace "${run%%:*}" "${run#*:}" | tee -a "$W/pull.jsonl"
+      setsid containerd --config $C2/config.toml > $C2/log 2>&1 < /dev/null &
+      cpid=$!
+      for i in $(seq 1 100); do [ -S $C2/c.sock ] && break; sleep 0.1; done
+      gputool pull --address $C2/c.sock --namespace "$c" "${run#*:}" | tee -a "$W/pull.jsonl"
+      df -h /tmp | tail -n1
+      kill $cpid; sleep 1; rm -rf $C2
     done
 
     step "periphery-only update: a newer periphery wheel, lock --upgrade, rebuild"

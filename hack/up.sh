@@ -48,6 +48,7 @@ if [ "${1:-}" = status ]; then
     alive "$n" || { echo "up: $n is not running" >&2; exit 1; }
   done
   [ -f "$cache/env" ] || { echo "up: no .cache/env" >&2; exit 1; }
+  hack/containerd.sh status && grep -q '^export CONTAINERD_ADDRESS=' "$cache/env" || exit 1
   exit 0
 fi
 

@@ -14,6 +14,7 @@ import (
 	digest "github.com/opencontainers/go-digest"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 )
@@ -54,7 +55,7 @@ func State(ctx context.Context, l *lock.Lock, opts ...Option) (llb.State, error)
 	if err != nil {
 		return llb.State{}, fmt.Errorf("reading the init binary: %w (build it with `make build`, or pass --init)", err)
 	}
-	return state(l, initBin)
+	return state(l, initBin, o.access)
 }
 
 // Definition marshals State for linux/amd64: the LLB that Solve sends to
@@ -71,7 +72,7 @@ func Definition(ctx context.Context, l *lock.Lock, opts ...Option) (*llb.Definit
 	return def, nil
 }
 
-func state(l *lock.Lock, initBin []byte) (llb.State, error) {
+func state(l *lock.Lock, initBin []byte, a *auth.Access) (llb.State, error) {
 	plan := Plan(l)
 	epoch := strconv.FormatInt(l.SourceDateEpoch, 10)
 	// The layers are a plain chain of steps, not llb.Diff of each step
@@ -87,7 +88,7 @@ func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 		case KindBase:
 			continue
 		case KindSystem:
-			debs, err := fetchDebs(layer.Debs)
+			debs, err := fetchDebs(layer.Debs, a)
 			if err != nil {
 				return llb.State{}, err
 			}
@@ -98,14 +99,14 @@ func state(l *lock.Lock, initBin []byte) (llb.State, error) {
 			if err != nil {
 				return llb.State{}, err
 			}
-			pip, err := fetchWheels([]lock.Wheel{l.Resolver})
+			pip, err := fetchWheels([]lock.Wheel{l.Resolver}, a)
 			if err != nil {
 				return llb.State{}, fmt.Errorf("resolver: %w", err)
 			}
 			next = install(cur, epoch, pip, wheelDir, script,
 				fmt.Sprintf("[venv] %s -m venv %s, pip %s from the locked wheel", l.Python.Path, VenvPath, l.Resolver.Version))
 		case KindBig, KindPeriphery:
-			wheels, err := fetchWheels(layer.Wheels)
+			wheels, err := fetchWheels(layer.Wheels, a)
 			if err != nil {
 				return llb.State{}, err
 			}
@@ -216,7 +217,16 @@ func wheelList(ws []lock.Wheel) string {
 	return strings.Join(s, " ")
 }
 
-func fetchDebs(debs []lock.Deb) (llb.State, error) {
+// httpAuth is the auth-header secret option for an HTTP source at u when
+// a has a credential for its host: the LLB names the secret's ID only.
+func httpAuth(u string, a *auth.Access) []llb.HTTPOption {
+	if id, _, ok := a.HTTPAuthSecret(u); ok {
+		return []llb.HTTPOption{llb.AuthHeaderSecret(id)}
+	}
+	return nil
+}
+
+func fetchDebs(debs []lock.Deb, a *auth.Access) (llb.State, error) {
 	var files []llb.State
 	for _, d := range debs {
 		dgst, err := sha256Digest(d.SHA256)
@@ -226,13 +236,14 @@ func fetchDebs(debs []lock.Deb) (llb.State, error) {
 		if d.URL == "" {
 			return llb.State{}, fmt.Errorf("deb %s %s: url is empty", d.Name, d.Version)
 		}
-		files = append(files, llb.HTTP(d.URL, llb.Checksum(dgst), llb.Filename(debFilename(d)),
-			llb.WithCustomName(fmt.Sprintf("fetch deb %s %s", d.Name, d.Version))))
+		hopts := append([]llb.HTTPOption{llb.Checksum(dgst), llb.Filename(debFilename(d)),
+			llb.WithCustomName(fmt.Sprintf("fetch deb %s %s", d.Name, d.Version))}, httpAuth(d.URL, a)...)
+		files = append(files, llb.HTTP(d.URL, hopts...))
 	}
 	return llb.Merge(files, llb.WithCustomName("collect debs")), nil
 }
 
-func fetchWheels(wheels []lock.Wheel) (llb.State, error) {
+func fetchWheels(wheels []lock.Wheel, a *auth.Access) (llb.State, error) {
 	var files []llb.State
 	for _, w := range wheels {
 		dgst, err := sha256Digest(w.SHA256)
@@ -242,8 +253,9 @@ func fetchWheels(wheels []lock.Wheel) (llb.State, error) {
 		if w.URL == "" || w.Filename == "" || strings.ContainsAny(w.Filename, "/\\") {
 			return llb.State{}, fmt.Errorf("wheel %s %s: url and a plain filename are required", w.Name, w.Version)
 		}
-		files = append(files, llb.HTTP(w.URL, llb.Checksum(dgst), llb.Filename(w.Filename),
-			llb.WithCustomName(fmt.Sprintf("fetch wheel %s %s", w.Name, w.Version))))
+		hopts := append([]llb.HTTPOption{llb.Checksum(dgst), llb.Filename(w.Filename),
+			llb.WithCustomName(fmt.Sprintf("fetch wheel %s %s", w.Name, w.Version))}, httpAuth(w.URL, a)...)
+		files = append(files, llb.HTTP(w.URL, hopts...))
 	}
 	return llb.Merge(files, llb.WithCustomName("collect wheels")), nil
 }

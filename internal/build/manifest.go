@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -24,13 +23,13 @@ func readManifest(ctx context.Context, r *Result, o *options) (*manifestInfo, er
 	var img v1.Image
 	switch {
 	case r.Ref != "":
-		ref, err := parseDigest(r.Ref, o)
+		ref, err := name.NewDigest(r.Ref, refNameOptions(r.Ref, o)...)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("parsing %q: %w", r.Ref, err)
 		}
-		img, err = remote.Image(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+		img, err = remote.Image(ref, append(o.access.RemoteOptions(), remote.WithContext(ctx))...)
 		if err != nil {
-			return nil, fmt.Errorf("reading back %s: %w", r.Ref, err)
+			return nil, o.access.Classify(fmt.Errorf("reading back %s: %w", r.Ref, err))
 		}
 	case r.OCILayout != "":
 		p, err := layout.FromPath(r.OCILayout)
@@ -92,13 +91,15 @@ func nameOptions(o *options) []name.Option {
 	return nil
 }
 
-func parseDigest(ref string, o *options) (name.Digest, error) {
-	d, err := name.NewDigest(ref, nameOptions(o)...)
-	if err != nil {
-		return name.Digest{}, fmt.Errorf("parsing %q: %w", ref, err)
+// refNameOptions are nameOptions, plus name.Insecure when ref's registry is
+// marked insecure in the access.
+func refNameOptions(ref string, o *options) []name.Option {
+	if opts := nameOptions(o); opts != nil {
+		return opts
 	}
-	return d, nil
+	return o.access.NameOptions(registryOf(ref))
 }
+
 
 // registryOf returns the registry host of ref ("" when ref is not a
 // reference).
@@ -108,16 +109,4 @@ func registryOf(ref string) string {
 		return ""
 	}
 	return r.Context().RegistryStr()
-}
-
-func schemeOf(reg string, insecure bool) string {
-	var opts []name.Option
-	if insecure {
-		opts = append(opts, name.Insecure)
-	}
-	r, err := name.NewRegistry(reg, opts...)
-	if err != nil {
-		return "https"
-	}
-	return r.Scheme()
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/moby/buildkit/client"
+
+	"imagectl/internal/auth"
 )
 
 // Option configures State, Definition and Solve.
@@ -26,12 +28,13 @@ type options struct {
 	registryHTTP bool
 	rewrite      bool
 	compression  string
+	access       *auth.Access
 }
 
 // makeOptions applies every option, even after one fails, so that a
 // status channel is always known (and closed) when an option is bad.
 func makeOptions(opts ...Option) (*options, error) {
-	o := &options{dialTimeout: 10 * time.Second}
+	o := &options{dialTimeout: 10 * time.Second, access: auth.Default()}
 	var errs []error
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
@@ -181,6 +184,22 @@ func WithCompression(c string) Option {
 		default:
 			return fmt.Errorf("layer compression %q: want gzip, zstd or uncompressed", c)
 		}
+		return nil
+	}
+}
+
+// WithAccess sets the credentials and TLS trust of every registry and HTTP
+// source the build touches: the preflight and the read-back through ggcr,
+// buildkitd's pulls and pushes through the session's auth provider, and an
+// auth-header secret on each HTTP fetch whose host has an index credential.
+// The default is auth.Default(): the Docker config, the system trust store,
+// no index credentials.
+func WithAccess(a *auth.Access) Option {
+	return func(o *options) error {
+		if a == nil {
+			return errors.New("access is nil")
+		}
+		o.access = a
 		return nil
 	}
 }

@@ -6,18 +6,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	"github.com/moby/buildkit/client/llb/sourceresolver"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	bkSession "github.com/moby/buildkit/session"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 )
@@ -216,12 +221,13 @@ func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
 			img[string(exptypes.OptKeyPushByDigest)] = "true"
 		}
 		img[string(exptypes.OptKeyName)] = target
-		if o.registryHTTP {
+		if o.registryHTTP || o.access.MarkedInsecure(registryOf(target)) {
 			img[string(exptypes.OptKeyInsecure)] = "true"
 		}
 	}
 	sopt := client.SolveOpt{
 		Exports:      []client.ExportEntry{{Type: client.ExporterImage, Attrs: img}},
+		Session:      session(l, o, target),
 		CacheImports: o.cacheFrom,
 		CacheExports: o.cacheTo,
 		FrontendAttrs: map[string]string{
@@ -245,6 +251,35 @@ func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
 		}
 	}
 	return sopt, target, nil
+}
+
+// session is what buildkitd borrows from this process: registry
+// credentials (the Docker config) for the base, the push target and the
+// caches, and the auth headers of the HTTP fetches whose hosts have index
+// credentials, as secrets.
+func session(l *lock.Lock, o *options, target string) []bkSession.Attachable {
+	var regs []string
+	for _, ref := range []string{Plan(l).Base, target} {
+		if r := registryOf(ref); r != "" {
+			regs = append(regs, r)
+		}
+	}
+	for _, e := range append(append([]client.CacheOptionsEntry{}, o.cacheFrom...), o.cacheTo...) {
+		if e.Type == "registry" {
+			regs = append(regs, registryOf(e.Attrs["ref"]))
+		}
+	}
+	var urls []string
+	for _, d := range l.Apt {
+		urls = append(urls, d.URL)
+	}
+	for _, w := range l.Pip {
+		urls = append(urls, w.URL)
+	}
+	if l.Resolver.URL != "" {
+		urls = append(urls, l.Resolver.URL)
+	}
+	return o.access.Session(regs, o.access.HTTPAuthSecrets(urls))
 }
 
 // result reads the exporter's answer and the manifest back.
@@ -283,44 +318,54 @@ func result(ctx context.Context, l *lock.Lock, o *options, target string, resp *
 }
 
 // preflight checks, within the dial timeout, that every registry the build
-// talks to answers, so that a dead registry is reported by address instead
-// of as a stuck push.
+// talks to answers and takes the credentials the Docker config has for it
+// (ggcr's transport: challenge, then basic auth or a token for the pull or
+// push scope), so that a dead registry is reported by address and a refused
+// login by host and credential source (exit 77), instead of as a stuck or
+// failed push.
 func preflight(ctx context.Context, l *lock.Lock, o *options, target string) error {
-	regs := map[string]bool{}
-	if r := registryOf(Plan(l).Base); r != "" {
-		regs[r] = true
+	scopes := map[string][]string{} // registry -> scopes
+	add := func(ref, action string) {
+		r, err := name.ParseReference(ref, refNameOptions(ref, o)...)
+		if err != nil {
+			return
+		}
+		reg := r.Context().RegistryStr()
+		scopes[reg] = append(scopes[reg], r.Context().Scope(action))
 	}
+	add(Plan(l).Base, transport.PullScope)
 	if target != "" {
-		regs[registryOf(target)] = true
+		add(target, transport.PushScope)
 	}
-	for _, e := range append(append([]client.CacheOptionsEntry{}, o.cacheFrom...), o.cacheTo...) {
+	for _, e := range o.cacheFrom {
 		if e.Type == "registry" {
-			regs[registryOf(e.Attrs["ref"])] = true
+			add(e.Attrs["ref"], transport.PullScope)
 		}
 	}
-	for reg := range regs {
-		if err := ping(ctx, reg, o); err != nil {
-			return &UnavailableError{Service: "registry", Addr: reg, Err: err}
+	for _, e := range o.cacheTo {
+		if e.Type == "registry" {
+			add(e.Attrs["ref"], transport.PushScope)
+		}
+	}
+	for _, reg := range slices.Sorted(maps.Keys(scopes)) {
+		if err := ping(ctx, reg, scopes[reg], o); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func ping(ctx context.Context, reg string, o *options) error {
+func ping(ctx context.Context, reg string, scopes []string, o *options) error {
 	ctx, cancel := context.WithTimeout(ctx, o.dialTimeout)
 	defer cancel()
-	scheme := schemeOf(reg, o.registryHTTP)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+reg+"/v2/", nil)
+	r, err := name.NewRegistry(reg, refNameOptions(reg+"/x", o)...)
 	if err != nil {
-		return err
+		return fmt.Errorf("registry %q: %w", reg, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("no answer within %v: %w", o.dialTimeout, err)
-		}
-		return err
+	err = o.access.PingRegistry(ctx, r, scopes...)
+	var ue *auth.UnreachableError
+	if errors.As(err, &ue) {
+		return &UnavailableError{Service: "registry", Addr: reg, Err: ue.Err}
 	}
-	resp.Body.Close()
-	return nil
+	return err
 }

@@ -8,6 +8,8 @@ import (
 	"log"
 	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +24,11 @@ import (
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/moby/buildkit/solver/errdefs"
+	"github.com/moby/buildkit/solver/pb"
 	"github.com/moby/buildkit/util/grpcerrors"
 	digest "github.com/opencontainers/go-digest"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 )
@@ -252,6 +256,83 @@ func TestChecksumErrorNamesPackage(t *testing.T) {
 	var ce *ChecksumError
 	if err := mapSolveError(other, arts); errors.As(err, &ce) {
 		t.Errorf("mapSolveError(non-fetch) = %v, want it unchanged", err)
+	}
+}
+
+// TestFetchDeniedIsAuthError: a wheel fetch refused with 401/403 (BuildKit's
+// own wording, through the gRPC codec) becomes an *auth.Error with exit 77
+// naming the index host and the netrc tried, never the password; the LLB
+// names the auth-header secret by ID only.
+func TestFetchDeniedIsAuthError(t *testing.T) {
+	reg := fakeRegistry(t)
+	l := localLock(reg)
+	const pw = "s3cret-fetch-pw"
+	netrc := filepath.Join(t.TempDir(), "netrc")
+	if err := os.WriteFile(netrc, []byte("machine whl.example.invalid login ci password "+pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Config{NetrcFile: netrc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := Definition(context.Background(), l, fakeInit(t), WithAccess(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secretIDs []string
+	for _, dt := range def.Def {
+		if strings.Contains(string(dt), pw) {
+			t.Fatalf("the LLB carries the password")
+		}
+		var op pb.Op
+		if err := op.UnmarshalVT(dt); err != nil {
+			t.Fatal(err)
+		}
+		if src := op.GetSource(); src != nil {
+			if id := src.Attrs[pb.AttrHTTPAuthHeaderSecret]; id != "" {
+				if !strings.HasPrefix(src.Identifier, "http://whl.example.invalid/") {
+					t.Errorf("%s carries the auth secret %s, want only whl.example.invalid's fetches", src.Identifier, id)
+				}
+				secretIDs = append(secretIDs, id)
+			}
+		}
+	}
+	if len(secretIDs) != len(l.Pip) {
+		t.Errorf("auth-header secrets on %d fetches, want one per wheel (%d)", len(secretIDs), len(l.Pip))
+	}
+	arts, err := Artifacts(def.ToPB(), l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vtx digest.Digest
+	for d, art := range arts {
+		if art.Name == "demo-util" {
+			vtx = d
+		}
+	}
+	for _, tc := range []struct {
+		msg    string
+		status int
+	}{
+		{"invalid response status 401", 401},
+		{"invalid response status 403", 403},
+	} {
+		wire := grpcerrors.FromGRPC(grpcerrors.ToGRPC(context.Background(), errdefs.WrapVertex(errors.New(tc.msg), vtx)))
+		_, err := Solve(context.Background(), &fakeClient{err: wire}, l, fakeInit(t), WithPush(true), WithAccess(a))
+		var ae *auth.Error
+		if !errors.As(err, &ae) || ae.Host != "whl.example.invalid" || ae.Status != tc.status || ae.Kind != "index" {
+			t.Fatalf("Solve() with %q = %v, want an index *auth.Error for whl.example.invalid, status %d", tc.msg, err, tc.status)
+		}
+		if exitcode.Code(err) != exitcode.AuthFailed {
+			t.Errorf("exit code = %d, want %d", exitcode.Code(err), exitcode.AuthFailed)
+		}
+		if !strings.Contains(err.Error(), netrc) || strings.Contains(err.Error(), pw) {
+			t.Errorf("error %q: want the netrc path named and no password", err)
+		}
+		var fe *FetchError
+		if !errors.As(err, &fe) || fe.Artifact.Name != "demo-util" {
+			t.Errorf("error %v does not carry the demo-util FetchError", err)
+		}
 	}
 }
 

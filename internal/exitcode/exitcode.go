@@ -31,6 +31,9 @@ const (
 	DriverTooOld = 8
 	// Unavailable: a service (buildkitd, registry) could not be reached.
 	Unavailable = 69
+	// AuthFailed: a registry or index refused access (401/403): missing,
+	// wrong or insufficient credentials.
+	AuthFailed = 77
 	// StorageNotReady: the init waited for required storage and it never
 	// became ready.
 	StorageNotReady = 75

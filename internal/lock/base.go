@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -49,7 +48,7 @@ func resolveBase(ctx context.Context, ref, mirrorPrefix string, ropts []remote.O
 		}
 		b.Mirror = r.Context().Name()
 	}
-	opts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, ropts...)
+	opts := append(append([]remote.Option{}, ropts...), remote.WithContext(ctx))
 	desc, err := remote.Get(r, opts...)
 	if err != nil {
 		var te *transport.Error

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/compat"
 	"imagectl/internal/spec"
 )
@@ -16,11 +17,19 @@ import (
 // or between files does not make its lock stale, any other edit does.
 // The default platform list (["linux/amd64"]) is left out, so the locks of
 // single-platform images keep the digest they had before specs had
-// platforms.
+// platforms. Credentials in an index URL (user:password@) are not inputs:
+// they are left out, so a rotated password neither stales the lock nor
+// enters it.
 func InputsDigest(img spec.Image) (string, error) {
 	img.File, img.Line, img.Column = "", 0, 0
 	if slices.Equal(img.Platforms, []string{compat.DefaultPlatform}) {
 		img.Platforms = nil
+	}
+	img.PipIndexes = slices.Clone(img.PipIndexes)
+	for i, ix := range img.PipIndexes {
+		if clean, _, err := auth.SplitUserinfo(ix); err == nil {
+			img.PipIndexes[i] = clean
+		}
 	}
 	b, err := json.Marshal(img)
 	if err != nil {

@@ -2,12 +2,12 @@ package lock
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"strconv"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/pyindex"
 )
 
@@ -18,8 +18,7 @@ type options struct {
 	runner      Runner
 	buildkit    string
 	remote      []remote.Option
-	httpClient  *http.Client
-	netrc       []byte
+	access      *auth.Access
 	catalog     Catalog
 	epoch       *int64
 	packages    []string
@@ -32,7 +31,7 @@ type options struct {
 func makeOptions(opts []Option) (*options, error) {
 	o := &options{
 		buildkit:   os.Getenv("BUILDKIT_HOST"),
-		httpClient: http.DefaultClient,
+		access:     auth.Default(),
 		catalog:    defaultCatalog(),
 		proxyAddr:  "127.0.0.1:0",
 		indexCache: pyindex.DefaultCacheDir(),
@@ -53,7 +52,7 @@ func makeOptions(opts []Option) (*options, error) {
 		if o.buildkit == "" {
 			return nil, fmt.Errorf("no BuildKit address: set BUILDKIT_HOST or pass --addr")
 		}
-		o.runner = &buildkitRunner{addr: o.buildkit, netrc: o.netrc, hostNetwork: o.hostNetwork}
+		o.runner = &buildkitRunner{addr: o.buildkit, hostNetwork: o.hostNetwork}
 	}
 	return o, nil
 }
@@ -76,8 +75,9 @@ func WithRunner(r Runner) Option {
 	}
 }
 
-// WithRemoteOptions passes options (auth, transport) to go-containerregistry
-// when the base tag is resolved. The default is the default keychain.
+// WithRemoteOptions passes further options to go-containerregistry when
+// the base tag is resolved; they come after WithAccess's keychain and
+// transport, and override them. The default is none.
 func WithRemoteOptions(opts ...remote.Option) Option {
 	return func(o *options) error {
 		o.remote = append(o.remote, opts...)
@@ -85,22 +85,20 @@ func WithRemoteOptions(opts ...remote.Option) Option {
 	}
 }
 
-// WithHTTPClient sets the client that reads wheel sizes (HEAD requests).
-// The default is http.DefaultClient.
-func WithHTTPClient(c *http.Client) Option {
+// WithAccess sets the credentials and TLS trust of the lock: the base's
+// registry (ggcr, and buildkitd through the session's auth provider), and
+// the indexes (pip gets the index credentials as a netrc secret mounted at
+// /root/.netrc, and the CA bundle as PIP_CERT; the size requests send them
+// as basic auth). Credentials in an index URL's userinfo are moved into it.
+// None of them is written to the lock, a log, a layer or an error. The
+// default is auth.Default(): the Docker config, the system trust store and
+// no index credentials.
+func WithAccess(a *auth.Access) Option {
 	return func(o *options) error {
-		o.httpClient = c
-		return nil
-	}
-}
-
-// WithNetrc gives pip index credentials in netrc format. They reach the
-// resolution step only as a BuildKit secret mounted at /root/.netrc, and the
-// size requests as basic auth; they are never written to the lock, a log or
-// a layer. The default is no credentials.
-func WithNetrc(content []byte) Option {
-	return func(o *options) error {
-		o.netrc = content
+		if a == nil {
+			return fmt.Errorf("access is nil")
+		}
+		o.access = a
 		return nil
 	}
 }

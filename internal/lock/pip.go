@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/logs"
 )
 
@@ -171,7 +172,7 @@ func runPip(ctx context.Context, r Runner, image string, debs []Deb, req pipRequ
 		return nil, err
 	}
 	if rc := strings.TrimSpace(string(out["pip.rc"])); rc != "0" {
-		return nil, &PipError{Output: redact(string(out["pip.log"]))}
+		return nil, &PipError{Output: auth.Redact(string(out["pip.log"]))}
 	}
 	res, err := parseReport(out["report.json"])
 	if err != nil {

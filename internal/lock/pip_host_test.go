@@ -20,6 +20,7 @@ import (
 	"strings"
 	"testing"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/logs"
 	"imagectl/internal/pyindex"
 	"imagectl/internal/spec"
@@ -142,7 +143,7 @@ func hostMinor(t *testing.T) string {
 }
 
 func hostOptions(t *testing.T) *options {
-	return &options{runner: hostRunner{t: t, python: hostPython}, httpClient: http.DefaultClient, proxyAddr: "127.0.0.1:0", indexCache: t.TempDir()}
+	return &options{runner: hostRunner{t: t, python: hostPython}, access: auth.Default(), proxyAddr: "127.0.0.1:0", indexCache: t.TempDir()}
 }
 
 // TestPipOnHost runs the pip step's script with this machine's Debian
@@ -177,7 +178,7 @@ func TestPipOnHost(t *testing.T) {
 	if !strings.HasPrefix(res.Python, img.Python+".") || res.Path != filepath.Join(hostPython, "python"+img.Python) {
 		t.Errorf("resolvePip() python = %q at %q, want %s.x at %s/python%s", res.Python, res.Path, img.Python, hostPython, img.Python)
 	}
-	if err := fillSizes(ctx, http.DefaultClient, nil, res.Wheels); err != nil || res.Wheels[0].Size != newer.Size {
+	if err := fillSizes(ctx, auth.Default(), res.Wheels); err != nil || res.Wheels[0].Size != newer.Size {
 		t.Errorf("fillSizes() = %v, size %d, want %d", err, res.Wheels[0].Size, newer.Size)
 	}
 	if got := res.requiredBy("demo-core"); len(got) != 1 || !strings.Contains(got[0], "demo-util 1.1.0 (requested) requires demo-core>=1.0") {

@@ -78,22 +78,6 @@ func TestPins(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	in := "Looking in indexes: https://user:s3cret@idx.example/simple/, http://127.0.0.1:8000/simple/"
-	got := redact(in)
-	if strings.Contains(got, "s3cret") || !strings.Contains(got, "https://***@idx.example/simple/") {
-		t.Errorf("redact(%q) = %q", in, got)
-	}
-}
-
-func TestParseNetrc(t *testing.T) {
-	got := parseNetrc([]byte("# creds\nmachine idx.example login alice password pw1\nmachine other.example\n  login bob\n  password pw2\n"))
-	want := map[string][2]string{"idx.example": {"alice", "pw1"}, "other.example": {"bob", "pw2"}}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("parseNetrc mismatch (-want +got):\n%s", d)
-	}
-}
-
 func TestHeldBack(t *testing.T) {
 	log := `Looking in indexes: http://127.0.0.1:8000/simple/
 Collecting demo-util

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
 	"imagectl/internal/pyindex"
@@ -60,7 +61,13 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 	if !pythonMinor.MatchString(img.Python) {
 		return nil, nil, fmt.Errorf("image %s: python %q is not MAJOR.MINOR (e.g. 3.11)", img.Name, img.Python)
 	}
-	routes := pyindex.Routes{Indexes: append([]string(nil), img.PipIndexes...)}
+	// user:password@ in an index URL moves into the access; pip, the proxy's
+	// listing and the lock see the URL without it.
+	spIndexes, err := o.moveIndexCredentials(img.Name, img.PipIndexes)
+	if err != nil {
+		return nil, nil, err
+	}
+	routes := pyindex.Routes{Indexes: spIndexes}
 	if img.Torch != "" {
 		ix, err := torchIndex(img, cres.Wheel)
 		if err != nil {
@@ -78,14 +85,14 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 		}
 	}
 	for _, ix := range indexes {
-		u, err := url.Parse(ix)
-		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, nil, fmt.Errorf("image %s: pip index %q is not a URL", img.Name, redact(ix))
-		}
-		if u.User != nil {
-			return nil, nil, fmt.Errorf("image %s: pip index %q carries credentials; give them as a netrc (imagectl lock --netrc) so they stay out of the lock", img.Name, redact(ix))
+		if u, err := url.Parse(ix); err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, nil, fmt.Errorf("image %s: pip index %q is not a URL", img.Name, auth.Redact(ix))
 		}
 	}
+	if err := checkIndexes(ctx, o.access, indexes); err != nil {
+		return nil, nil, fmt.Errorf("image %s: %w", img.Name, err)
+	}
+	o.runner = accessRunner{inner: o.runner, access: o.access}
 
 	var (
 		base    Base
@@ -93,8 +100,8 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 	)
 	if p.keepBase != nil && p.keepBase.Ref == img.Base && p.keepBase.Mirror == mirrorOf(img) {
 		base, created = *p.keepBase, p.keepEpoch
-	} else if base, created, err = resolveBase(ctx, img.Base, img.Repos.Mirror, o.remote); err != nil {
-		return nil, nil, fmt.Errorf("image %s: %w", img.Name, err)
+	} else if base, created, err = resolveBase(ctx, img.Base, img.Repos.Mirror, append(o.access.RemoteOptions(), o.remote...)); err != nil {
+		return nil, nil, o.access.Classify(fmt.Errorf("image %s: %w", img.Name, err))
 	}
 	pinned := base.Pull()
 	log.Info("base resolved", "image", img.Name, "base", pinned)
@@ -145,7 +152,7 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 			core.Torch = res.items["torch"].Metadata.Version
 		}
 		sized := append(append(make([]Wheel, 0, len(res.Wheels)+1), res.Wheels...), resolver)
-		if err := fillSizes(ctx, o.httpClient, o.netrc, sized); err != nil {
+		if err := fillSizes(ctx, o.access, sized); err != nil {
 			return nil, nil, fmt.Errorf("image %s: %w", img.Name, err)
 		}
 		copy(res.Wheels, sized)

@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"imagectl/internal/auth"
+	"imagectl/internal/exitcode"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -189,12 +192,6 @@ func TestResolveErrors(t *testing.T) {
 		want: "policy forbids apt package libonig5, and the resolved closure has libonig5 6.9.8-1 (what pulled it in could not be traced: apt-cache show exited 100: E: no records)",
 		is:   func(err error) bool { var e *ForbiddenError; return errors.As(err, &e) },
 	}, {
-		name: "credentials in an index URL",
-		setup: func(_ *fixture, s *spatch) {
-			s.index = "https://user:secret@pypi.example/simple/"
-		},
-		want: "carries credentials",
-	}, {
 		name: "base without the python and whose repositories do not offer it",
 		setup: func(f *fixture, _ *spatch) {
 			f.runner.noPy = true
@@ -336,7 +333,14 @@ func TestResolveCredentialsStayOut(t *testing.T) {
 	f := newFixture(t)
 	const secret = "s3cret-pw"
 	host := strings.Split(strings.TrimPrefix(f.files.URL, "http://"), ":")[0]
-	netrc := []byte("machine " + host + " login alice password " + secret + "\n")
+	netrc := filepath.Join(t.TempDir(), "netrc")
+	if err := os.WriteFile(netrc, []byte("machine "+host+" login alice password "+secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Config{NetrcFile: netrc})
+	if err != nil {
+		t.Fatal(err)
+	}
 	authed := 0
 	inner := f.files.Config.Handler
 	f.files.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -349,12 +353,12 @@ func TestResolveCredentialsStayOut(t *testing.T) {
 		}
 		inner.ServeHTTP(w, r)
 	})
-	l, err := Resolve(context.Background(), f.demo(), f.opts(WithNetrc(netrc))...)
+	l, err := Resolve(context.Background(), f.demo(), f.opts(WithAccess(a))...)
 	if err != nil {
 		t.Fatalf("Resolve(with netrc) = %v", err)
 	}
-	if authed != len(l.Pip)+1 {
-		t.Errorf("%d authenticated HEAD requests, want %d (the wheels and the resolver)", authed, len(l.Pip)+1)
+	if authed != len(l.Pip)+2 {
+		t.Errorf("%d authenticated HEAD requests, want %d (the index, the wheels and the resolver)", authed, len(l.Pip)+2)
 	}
 	b, _ := Marshal(l)
 	pj, _ := f.runner.job("pip resolve")
@@ -373,5 +377,77 @@ func TestResolveCredentialsStayOut(t *testing.T) {
 		if bytes.Contains(b, []byte(secret)) {
 			t.Errorf("the %s contains the index password", what)
 		}
+	}
+}
+
+// TestResolveMovesURLCredentials: an index URL's user:password@ is taken
+// out of it: pip gets it as the netrc secret, the size requests as basic
+// auth; the lock records the URL without it, its inputs digest is the one
+// of the spec without it, and the password is in neither.
+func TestResolveMovesURLCredentials(t *testing.T) {
+	f := newFixture(t)
+	const secret = "url-s3cret"
+	inner := f.files.Config.Handler
+	f.files.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "bob" || p != secret {
+			http.Error(w, "auth", http.StatusUnauthorized)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	img := f.demo()
+	clean := img.PipIndexes[0]
+	img.PipIndexes = []string{strings.Replace(clean, "://", "://bob:"+secret+"@", 1)}
+	l, err := Resolve(context.Background(), img, f.opts()...)
+	if err != nil {
+		t.Fatalf("Resolve(index with userinfo) = %v", err)
+	}
+	if len(l.PipIndexes) != 1 || l.PipIndexes[0] != clean {
+		t.Errorf("lock pip_indexes = %q, want [%q]", l.PipIndexes, clean)
+	}
+	plain := f.demo()
+	if want, _ := InputsDigest(plain); l.Spec.InputsDigest != want {
+		t.Errorf("inputs digest = %s, want %s (the spec without the credentials)", l.Spec.InputsDigest, want)
+	}
+	b, _ := Marshal(l)
+	if bytes.Contains(b, []byte(secret)) {
+		t.Error("the lock contains the password")
+	}
+	pj, _ := f.runner.job("pip resolve")
+	if !pj.Netrc || pj.Access == nil || !strings.Contains(string(pj.Access.Netrc()), "password "+secret) {
+		t.Errorf("pip job: netrc mounted %v, want the moved credential in its netrc secret", pj.Netrc)
+	}
+	if strings.Contains(string(pj.Files["requirements.txt"]), secret) {
+		t.Error("requirements.txt contains the password")
+	}
+}
+
+// TestResolveIndexRefused: an index that answers 401 to the credentials
+// (or their absence) fails the lock before pip with an *auth.Error naming
+// the index host and the netrc tried, exit 77, never the password.
+func TestResolveIndexRefused(t *testing.T) {
+	f := newFixture(t)
+	f.files.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "auth", http.StatusUnauthorized)
+	})
+	host := strings.TrimPrefix(f.files.URL, "http://")
+	netrc := filepath.Join(t.TempDir(), "netrc")
+	if err := os.WriteFile(netrc, []byte("machine 127.0.0.1 login alice password wrong-pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Config{NetrcFile: netrc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Resolve(context.Background(), f.demo(), f.opts(WithAccess(a))...)
+	var ae *auth.Error
+	if !errors.As(err, &ae) || ae.Host != host || ae.Kind != "index" {
+		t.Fatalf("Resolve() against a refusing index = %v, want an index *auth.Error for %s", err, host)
+	}
+	if exitcode.Code(err) != exitcode.AuthFailed || !strings.Contains(err.Error(), netrc) || strings.Contains(err.Error(), "wrong-pw") {
+		t.Errorf("error %q (exit %d): want exit %d, the netrc named, no password", err, exitcode.Code(err), exitcode.AuthFailed)
+	}
+	if _, ok := f.runner.job("pip resolve"); ok {
+		t.Error("pip ran although the index refused the credentials")
 	}
 }

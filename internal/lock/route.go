@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/logs"
 	"imagectl/internal/pyindex"
 	"imagectl/internal/spec"
@@ -26,12 +27,13 @@ const minPip = "22.2"
 // each wheel records its index.
 func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.Routes, image string, debs []Deb, reqs []string, p plan) (*pipResult, Wheel, error) {
 	log := logs.From(ctx)
-	creds := parseNetrc(o.netrc)
+	// The proxy is what talks to the upstream indexes: with the access's
+	// trust (system store plus --ca-file) and its index credentials.
 	proxy, err := pyindex.Start(routes,
-		pyindex.WithAddr(o.proxyAddr), pyindex.WithHTTPClient(o.httpClient), pyindex.WithCacheDir(o.indexCache),
+		pyindex.WithAddr(o.proxyAddr), pyindex.WithHTTPClient(o.access.HTTPClient()), pyindex.WithCacheDir(o.indexCache),
 		pyindex.WithAuth(func(r *http.Request) {
-			if c, ok := creds[r.URL.Hostname()]; ok {
-				r.SetBasicAuth(c[0], c[1])
+			if h := o.access.AuthHeader(r.URL.String()); h != "" {
+				r.Header.Set("Authorization", h)
 			}
 		}))
 	if err != nil {
@@ -47,7 +49,7 @@ func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.
 	res, err := runPip(ctx, o.runner, image, debs, pipRequest{
 		Requirements: reqs, Constraints: p.constraints, Index: proxy.URL(), Python: img.Python,
 		Resolver: resolver, ResolverURL: proxy.FileURL(rf),
-	}, o.netrc != nil)
+	}, o.access.HasIndexCredentials())
 	st := proxy.Stats()
 	log.Info("index traffic", "image", img.Name, "bytes", st.Total(), "pages", st.Pages, "metadata_files", st.MetadataFiles,
 		"range_reads", st.RangeReads, "range_bytes", st.RangeBytes, "downloads", st.Downloads, "download_bytes", st.DownloadBytes,
@@ -57,7 +59,7 @@ func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.
 		if errs := proxy.Errors(); errors.As(err, &pe) && len(errs) > 0 {
 			var b strings.Builder
 			for _, e := range errs {
-				b.WriteString("\n  " + redact(e.Error()))
+				b.WriteString("\n  " + auth.Redact(e.Error()))
 			}
 			pe.Output += "\nthe index proxy could not answer pip:" + b.String()
 		}
@@ -69,7 +71,7 @@ func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.
 			return nil, Wheel{}, fmt.Errorf("image %s: pip resolved %s %s from %s, a file the routing proxy never listed", img.Name, w.Name, w.Version, w.URL)
 		}
 		if s.SHA256 != "" && s.SHA256 != w.SHA256 {
-			return nil, Wheel{}, fmt.Errorf("image %s: %s: pip reports sha256 %s, the index %s lists %s", img.Name, s.Filename, w.SHA256, redact(s.Index), s.SHA256)
+			return nil, Wheel{}, fmt.Errorf("image %s: %s: pip reports sha256 %s, the index %s lists %s", img.Name, s.Filename, w.SHA256, auth.Redact(s.Index), s.SHA256)
 		}
 		w.URL, w.Index = s.URL, s.Index
 		res.Wheels[i] = w
@@ -95,10 +97,10 @@ func pickResolver(ctx context.Context, proxy *pyindex.Proxy, img spec.Image, kee
 			}
 		}
 		if !found {
-			return Wheel{}, pyindex.File{}, fmt.Errorf("image %s: the locked resolver %s (sha256 %s) is no longer listed by %s", img.Name, keep.Filename, keep.SHA256, redact(ix))
+			return Wheel{}, pyindex.File{}, fmt.Errorf("image %s: the locked resolver %s (sha256 %s) is no longer listed by %s", img.Name, keep.Filename, keep.SHA256, auth.Redact(ix))
 		}
 	} else if f, err = pyindex.NewestPure(files, "pip", img.Python, minPip); err != nil {
-		return Wheel{}, pyindex.File{}, fmt.Errorf("image %s: %s: %w", img.Name, redact(ix), err)
+		return Wheel{}, pyindex.File{}, fmt.Errorf("image %s: %s: %w", img.Name, auth.Redact(ix), err)
 	}
 	w, _ := pyindex.ParseWheelName(f.Filename)
 	return Wheel{Name: "pip", Version: w.Version, Filename: f.Filename, URL: f.URL, SHA256: f.SHA256, Index: ix}, f, nil

@@ -4,19 +4,20 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
-	"github.com/moby/buildkit/session"
-	"github.com/moby/buildkit/session/secrets/secretsprovider"
 	"github.com/moby/buildkit/util/entitlements"
 	digest "github.com/opencontainers/go-digest"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
 )
@@ -41,6 +42,30 @@ type Job struct {
 	// Resolver, when set, is fetched by URL, checked by sha256 and mounted
 	// read-only at /pip/FILENAME: the pip wheel the script runs.
 	Resolver *Wheel
+	// Access gives the step its credentials: the base's registry
+	// credentials (the session's auth provider), the netrc and the HTTP
+	// auth headers of the fetches (secrets). nil is auth.Default().
+	Access *auth.Access
+}
+
+func (j Job) access() *auth.Access {
+	if j.Access == nil {
+		return auth.Default()
+	}
+	return j.Access
+}
+
+// accessRunner gives every job without its own Access this one.
+type accessRunner struct {
+	inner  Runner
+	access *auth.Access
+}
+
+func (r accessRunner) Run(ctx context.Context, j Job) (map[string][]byte, error) {
+	if j.Access == nil {
+		j.Access = r.access
+	}
+	return r.inner.Run(ctx, j)
 }
 
 // Runner runs a Job and returns the files it wrote under /out, by path
@@ -54,7 +79,6 @@ const netrcSecret = "imagectl-netrc"
 
 type buildkitRunner struct {
 	addr        string
-	netrc       []byte
 	hostNetwork bool
 }
 
@@ -75,6 +99,7 @@ func (e *UnavailableError) ExitCode() int { return exitcode.Unavailable }
 // Definition returns the LLB of j: the state whose /out is exported. It
 // needs no daemon, so tests can inspect it.
 func (j Job) Definition(ctx context.Context, hostNetwork bool) (*llb.Definition, error) {
+	a := j.access()
 	st := llb.Image(j.Image, llb.LinuxAmd64, llb.WithCustomNamef("%s: base", j.Name))
 	env := []llb.RunOption{
 		llb.AddEnv("DEBIAN_FRONTEND", "noninteractive"),
@@ -87,8 +112,12 @@ func (j Job) Definition(ctx context.Context, hostNetwork bool) (*llb.Definition,
 		debs := llb.Scratch()
 		for _, d := range j.Debs {
 			f := d.fileName()
-			src := llb.HTTP(d.URL, llb.Checksum(digest.Digest("sha256:"+d.SHA256)), llb.Filename(f),
-				llb.WithCustomNamef("%s: fetch %s %s", j.Name, d.Name, d.Version))
+			hopts := []llb.HTTPOption{llb.Checksum(digest.Digest("sha256:" + d.SHA256)), llb.Filename(f),
+				llb.WithCustomNamef("%s: fetch %s %s", j.Name, d.Name, d.Version)}
+			if id, _, ok := a.HTTPAuthSecret(d.URL); ok {
+				hopts = append(hopts, llb.AuthHeaderSecret(id))
+			}
+			src := llb.HTTP(d.URL, hopts...)
 			debs = debs.File(llb.Copy(src, "/"+f, "/"+f))
 		}
 		opts := append([]llb.RunOption{
@@ -158,9 +187,21 @@ func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, err
 	if r.hostNetwork {
 		opt.AllowedEntitlements = []string{string(entitlements.EntitlementNetworkHost)}
 	}
+	a := j.access()
+	secrets := map[string][]byte{}
 	if j.Netrc {
-		opt.Session = []session.Attachable{secretsprovider.FromMap(map[string][]byte{netrcSecret: r.netrc})}
+		secrets[netrcSecret] = a.Netrc()
 	}
+	var urls []string
+	for _, d := range j.Debs {
+		urls = append(urls, d.URL)
+	}
+	maps.Copy(secrets, a.HTTPAuthSecrets(urls))
+	var regs []string
+	if ref, err := name.ParseReference(j.Image); err == nil {
+		regs = append(regs, ref.Context().RegistryStr())
+	}
+	opt.Session = a.Session(regs, secrets)
 	ch := make(chan *client.SolveStatus)
 	done := make(chan struct{})
 	go func() {

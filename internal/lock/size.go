@@ -1,21 +1,17 @@
 package lock
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
-	"regexp"
-	"strings"
 	"sync"
+
+	"imagectl/internal/auth"
 )
 
 // fillSizes sets each wheel's Size from a HEAD request on its URL, a few at
 // a time.
-func fillSizes(ctx context.Context, c *http.Client, netrc []byte, ws []Wheel) error {
-	creds := parseNetrc(netrc)
+func fillSizes(ctx context.Context, a *auth.Access, ws []Wheel) error {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -28,7 +24,7 @@ func fillSizes(ctx context.Context, c *http.Client, netrc []byte, ws []Wheel) er
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			n, err := headSize(ctx, c, creds, w.URL)
+			n, err := headSize(ctx, a, w.URL)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -44,76 +40,18 @@ func fillSizes(ctx context.Context, c *http.Client, netrc []byte, ws []Wheel) er
 	return first
 }
 
-func headSize(ctx context.Context, c *http.Client, creds map[string][2]string, u string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, u, nil)
+// headSize sends a HEAD with the index credential for the URL's host: a
+// 401/403 is an *auth.Error naming the index and the credential source.
+func headSize(ctx context.Context, a *auth.Access, u string) (int64, error) {
+	resp, err := a.CheckIndex(ctx, u)
 	if err != nil {
 		return 0, err
 	}
-	if pu, err := url.Parse(u); err == nil {
-		if cr, ok := creds[pu.Hostname()]; ok {
-			req.SetBasicAuth(cr[0], cr[1])
-		}
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("HEAD %s: %s", u, resp.Status)
+		return 0, fmt.Errorf("HEAD %s: %s", auth.Redact(u), resp.Status)
 	}
 	if resp.ContentLength <= 0 {
-		return 0, fmt.Errorf("HEAD %s: no Content-Length", u)
+		return 0, fmt.Errorf("HEAD %s: no Content-Length", auth.Redact(u))
 	}
 	return resp.ContentLength, nil
-}
-
-// parseNetrc reads machine/login/password triples from netrc content.
-func parseNetrc(b []byte) map[string][2]string {
-	out := map[string][2]string{}
-	var toks []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(line), "#") {
-			continue
-		}
-		toks = append(toks, strings.Fields(line)...)
-	}
-	machine, login, pass := "", "", ""
-	flush := func() {
-		if machine != "" {
-			out[machine] = [2]string{login, pass}
-		}
-		machine, login, pass = "", "", ""
-	}
-	for i := 0; i < len(toks); i++ {
-		next := func() string {
-			if i+1 < len(toks) {
-				i++
-				return toks[i]
-			}
-			return ""
-		}
-		switch toks[i] {
-		case "machine":
-			flush()
-			machine = next()
-		case "default":
-			flush()
-		case "login":
-			login = next()
-		case "password":
-			pass = next()
-		}
-	}
-	flush()
-	return out
-}
-
-var userinfo = regexp.MustCompile(`://[^/\s@]+@`)
-
-// redact removes user:password@ from URLs in tool output.
-func redact(s string) string {
-	return userinfo.ReplaceAllString(s, "://***@")
 }

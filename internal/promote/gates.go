@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/sign"
@@ -115,6 +116,17 @@ func unreachable(err error) bool {
 	return false
 }
 
+// denied is the *auth.Error for a 401/403 in err's chain, else nil: a
+// registry that refuses the credentials is neither a gate refusal (5) nor
+// unreachable (69).
+func (o *options) denied(err error) error {
+	var ae *auth.Error
+	if errors.As(o.access.Classify(err), &ae) {
+		return ae
+	}
+	return nil
+}
+
 func unavailable(src name.Digest, err error) error {
 	return exitcode.Wrap(exitcode.Unavailable, fmt.Errorf("checking the gates of %s: registry unreachable: %w", src, err))
 }
@@ -125,7 +137,7 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 		return Refusal{Source: src.String(), Gate: g, Reason: fmt.Sprintf(format, args...)}
 	}
 	var out []Refusal
-	sopts := []sign.Option{sign.WithRemoteOptions(o.remoteOptions(ctx)...)}
+	sopts := []sign.Option{sign.WithAccess(o.access), sign.WithRemoteOptions(o.remote...)}
 
 	// Signature by a trusted key.
 	var sigErrs []string
@@ -135,6 +147,9 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 		if err == nil {
 			signed = true
 			break
+		}
+		if ae := o.denied(err); ae != nil {
+			return nil, nil, ae
 		}
 		if unreachable(err) {
 			return nil, nil, unavailable(src, err)
@@ -161,6 +176,9 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 	var attested *lock.Lock
 	for _, k := range o.trustedKeys {
 		preds, err := sign.VerifyAttestations(ctx, src, sign.LockPredicateType, k, sopts...)
+		if ae := o.denied(err); ae != nil {
+			return nil, nil, ae
+		}
 		if unreachable(err) {
 			return nil, nil, unavailable(src, err)
 		}
@@ -212,6 +230,9 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 	passed := false
 	for _, k := range o.verifierKeys {
 		preds, err := sign.VerifyAttestations(ctx, src, verify.PredicateType, k, sopts...)
+		if ae := o.denied(err); ae != nil {
+			return nil, nil, ae
+		}
 		if unreachable(err) {
 			return nil, nil, unavailable(src, err)
 		}

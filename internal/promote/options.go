@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"imagectl/internal/auth"
 )
 
 // Option configures Run and Pin.
@@ -15,6 +17,7 @@ type options struct {
 	verifierKeys []string
 	confirm      bool
 	lockPath     string
+	access       *auth.Access
 	remote       []remote.Option
 	// requireContainer: the verification gate accepts only results of a
 	// container runtime that started the digest.
@@ -22,7 +25,7 @@ type options struct {
 }
 
 func makeOptions(opts ...Option) (*options, error) {
-	o := &options{}
+	o := &options{access: auth.Default()}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err
@@ -73,14 +76,30 @@ func WithLockFile(path string) Option {
 	return func(o *options) error { o.lockPath = path; return nil }
 }
 
-// WithRemoteOptions passes options (auth, transport) to every registry
-// call. The default is anonymous access with ggcr's default transport.
+// WithAccess sets the registry credentials and TLS trust of every registry
+// call (the copies, the tags, the gates' cosign checks); a 401/403 is an
+// *auth.Error (exit 77), not a gate refusal. The default is auth.Default():
+// the Docker config and the system trust store.
+func WithAccess(a *auth.Access) Option {
+	return func(o *options) error {
+		if a == nil {
+			return errors.New("access is nil")
+		}
+		o.access = a
+		return nil
+	}
+}
+
+// WithRemoteOptions passes further options to every registry call, after
+// WithAccess's keychain and transport, which they override. The default is
+// none.
 func WithRemoteOptions(opts ...remote.Option) Option {
 	return func(o *options) error { o.remote = append(o.remote, opts...); return nil }
 }
 
 func (o *options) remoteOptions(ctx context.Context) []remote.Option {
-	return append([]remote.Option{remote.WithContext(ctx)}, o.remote...)
+	ro := append(o.access.RemoteOptions(), o.remote...)
+	return append(ro, remote.WithContext(ctx))
 }
 
 // WithRequireContainerRuntime makes the verification gate accept only a

@@ -59,7 +59,7 @@ func Pin(ctx context.Context, tag name.Tag, opts ...Option) (*Pinned, error) {
 	}
 	desc, err := remote.Head(tag, o.remoteOptions(ctx)...)
 	if err != nil {
-		return nil, fmt.Errorf("resolving %s: %w", tag, err)
+		return nil, o.classify(fmt.Errorf("resolving %s: %w", tag, err))
 	}
 	d := tag.Context().Digest(desc.Digest.String())
 	l, refusals, err := o.gates(ctx, d, nil, "")

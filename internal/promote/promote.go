@@ -172,7 +172,7 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 	for i := range res.Actions {
 		a := &res.Actions[i]
 		if err := o.do(ctx, a, byDigest); err != nil {
-			return res, classify(fmt.Errorf("promoting %s: %s %s: %w", f.Image, a.Kind, a.Target, err))
+			return res, o.classify(fmt.Errorf("promoting %s: %s %s: %w", f.Image, a.Kind, a.Target, err))
 		}
 		a.Done = true
 		log.Info("promoted", "action", string(a.Kind), "target", a.Target, "digest", a.Digest)
@@ -188,19 +188,19 @@ func (o *options) plan(ctx context.Context, repo name.Repository, src name.Diges
 	if _, err := head(dst, ro); errors.Is(err, errNotFound) {
 		copies = append(copies, Action{Kind: CopyImage, Target: dst.String(), Digest: src.DigestStr()})
 	} else if err != nil {
-		return nil, nil, nil, classify(fmt.Errorf("checking %s: %w", dst, err))
+		return nil, nil, nil, o.classify(fmt.Errorf("checking %s: %w", dst, err))
 	}
 	for _, st := range attachmentTags(src) {
 		sd, err := head(st, ro)
 		if errors.Is(err, errNotFound) {
 			continue // the gates refuse a digest without them
 		} else if err != nil {
-			return nil, nil, nil, classify(fmt.Errorf("checking %s: %w", st, err))
+			return nil, nil, nil, o.classify(fmt.Errorf("checking %s: %w", st, err))
 		}
 		dt := repo.Tag(st.TagStr())
 		dd, err := head(dt, ro)
 		if err != nil && !errors.Is(err, errNotFound) {
-			return nil, nil, nil, classify(fmt.Errorf("checking %s: %w", dt, err))
+			return nil, nil, nil, o.classify(fmt.Errorf("checking %s: %w", dt, err))
 		}
 		if dd != sd {
 			copies = append(copies, Action{Kind: CopyAttachment, Target: dt.String(), Digest: sd, From: dd})
@@ -210,7 +210,7 @@ func (o *options) plan(ctx context.Context, repo name.Repository, src name.Diges
 		tag := repo.Tag(t)
 		cur, err := head(tag, ro)
 		if err != nil && !errors.Is(err, errNotFound) {
-			return nil, nil, nil, classify(fmt.Errorf("checking %s: %w", tag, err))
+			return nil, nil, nil, o.classify(fmt.Errorf("checking %s: %w", tag, err))
 		}
 		if cur == src.DigestStr() {
 			continue
@@ -307,8 +307,13 @@ func attachmentTags(src name.Digest) []name.Tag {
 
 var errNotFound = errors.New("not found")
 
-// classify gives an unreachable registry its exit code (69).
-func classify(err error) error {
+// classify gives a registry that refused the credentials its exit code
+// (77, naming the registry and the credentials tried) and an unreachable
+// registry its own (69).
+func (o *options) classify(err error) error {
+	if ae := o.denied(err); ae != nil {
+		return ae
+	}
 	if unreachable(err) {
 		return exitcode.Wrap(exitcode.Unavailable, err)
 	}

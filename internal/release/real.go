@@ -18,6 +18,7 @@ import (
 	"github.com/moby/buildkit/client"
 
 	"imagectl/internal/atomicfile"
+	"imagectl/internal/auth"
 	"imagectl/internal/build"
 	"imagectl/internal/lock"
 	"imagectl/internal/mirror"
@@ -68,7 +69,12 @@ type Config struct {
 	// Month is the release month, YYYY-MM; release tags are NAME-YYYY.MM and
 	// the moving NAME.
 	Month string
-	// RemoteOptions are used for every registry call.
+	// Access gives every stage its registry and index credentials and TLS
+	// trust (nil is auth.Default()); pass the same to LockOptions and
+	// BuildOptions (lock.WithAccess, build.WithAccess).
+	Access *auth.Access
+	// RemoteOptions are further options for every registry call, after
+	// Access's keychain and transport.
 	RemoteOptions []remote.Option
 }
 
@@ -90,6 +96,9 @@ func NewReal(cfg Config) (*Real, error) {
 		return nil, errors.New("release: the signing and verifier public keys are required: promotion checks both")
 	case cfg.VerifyRuntime == nil:
 		return nil, errors.New("release: no verify runtime")
+	}
+	if cfg.Access == nil {
+		cfg.Access = auth.Default()
 	}
 	if cfg.Month == "" {
 		cfg.Month = time.Now().UTC().Format("2006-01")
@@ -183,9 +192,9 @@ func (r *Real) layers(ctx context.Context, rel *promote.Release) (map[string]boo
 	if err != nil {
 		return nil, err
 	}
-	img, err := remote.Image(d, append(r.cfg.RemoteOptions, remote.WithContext(ctx))...)
+	img, err := remote.Image(d, r.remoteOptions(ctx)...)
 	if err != nil {
-		return nil, fmt.Errorf("reading the previous release %s: %w", d, err)
+		return nil, r.cfg.Access.Classify(fmt.Errorf("reading the previous release %s: %w", d, err))
 	}
 	layers, err := img.Layers()
 	if err != nil {
@@ -262,6 +271,11 @@ func (r *Real) Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*veri
 // Verify implements Stages: run the checks, then attach the result, passing
 // or not, signed by the verifier key.
 func (r *Real) Verify(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error) {
+	// The runtime pulls the image itself: a registry that refuses the
+	// credentials is said here, by name, instead of as a failed probe.
+	if _, err := remote.Head(d, r.remoteOptions(ctx)...); err != nil {
+		return nil, r.cfg.Access.Classify(fmt.Errorf("reading %s before verifying it: %w", d, err))
+	}
 	rt, err := r.cfg.VerifyRuntime(l, d)
 	if err != nil {
 		return nil, err
@@ -308,6 +322,7 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 		promote.WithTrustedKeys(r.cfg.PublicKey),
 		promote.WithVerifierKeys(r.cfg.VerifierPublicKey),
 		promote.WithLockFile(r.lockPath(l.Name)),
+		promote.WithAccess(r.cfg.Access),
 		promote.WithRemoteOptions(r.cfg.RemoteOptions...),
 	); err != nil {
 		return Promoted{}, err
@@ -397,10 +412,16 @@ func (r *Real) releasedLock(ctx context.Context, rel *promote.Release) (*lock.Lo
 }
 
 func (r *Real) signOpts(base []sign.Option) []sign.Option {
+	opts := append(append([]sign.Option(nil), base...), sign.WithAccess(r.cfg.Access))
 	if len(r.cfg.RemoteOptions) == 0 {
-		return base
+		return opts
 	}
-	return append(append([]sign.Option(nil), base...), sign.WithRemoteOptions(r.cfg.RemoteOptions...))
+	return append(opts, sign.WithRemoteOptions(r.cfg.RemoteOptions...))
+}
+
+func (r *Real) remoteOptions(ctx context.Context) []remote.Option {
+	ro := append(r.cfg.Access.RemoteOptions(), r.cfg.RemoteOptions...)
+	return append(ro, remote.WithContext(ctx))
 }
 
 // ensure Real satisfies Stages.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"imagectl/internal/auth"
 )
 
 // Option configures Sign, Attest and the Verify functions.
@@ -25,11 +27,12 @@ type options struct {
 	password []byte
 	kmsURI   string
 	offline  bool
+	access   *auth.Access
 	remote   []remote.Option
 }
 
 func makeOptions(opts ...Option) (*options, error) {
-	o := &options{offline: true}
+	o := &options{offline: true, access: auth.Default()}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err
@@ -82,9 +85,24 @@ func WithOffline(offline bool) Option {
 	}
 }
 
-// WithRemoteOptions passes options (auth, transport, context) to every
-// registry call. The default is anonymous access with ggcr's default
-// transport.
+// WithAccess sets the registry credentials and TLS trust: its keychain and
+// transport extend cosign's registry options (ociremote's default is the
+// same default keychain), and a 401/403 becomes an *auth.Error (exit 77).
+// The default is auth.Default(): the Docker config and the system trust
+// store.
+func WithAccess(a *auth.Access) Option {
+	return func(o *options) error {
+		if a == nil {
+			return errors.New("access is nil")
+		}
+		o.access = a
+		return nil
+	}
+}
+
+// WithRemoteOptions passes further options (transport, user agent) to
+// every registry call, after WithAccess's keychain and transport, which
+// they override. The default is none.
 func WithRemoteOptions(opts ...remote.Option) Option {
 	return func(o *options) error {
 		o.remote = append(o.remote, opts...)

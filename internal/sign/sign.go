@@ -22,25 +22,28 @@ import (
 	"imagectl/internal/sbom"
 )
 
-// ociOptions are the cosign registry options for one call.
+// ociOptions are the cosign registry options for one call: cosign's own
+// defaults (ociremote's default keychain) extended with the access's
+// keychain and transport, the caller's options and the context.
 func (o *options) ociOptions(ctx context.Context) []ociremote.Option {
-	ro := append([]remote.Option{remote.WithContext(ctx)}, o.remote...)
-	return []ociremote.Option{ociremote.WithRemoteOptions(ro...)}
+	return []ociremote.Option{ociremote.WithRemoteOptions(o.remoteOptions(ctx)...)}
 }
 
 func (o *options) remoteOptions(ctx context.Context) []remote.Option {
-	return append([]remote.Option{remote.WithContext(ctx)}, o.remote...)
+	ro := append(o.access.RemoteOptions(), o.remote...)
+	return append(ro, remote.WithContext(ctx))
 }
 
 // Sign writes a cosign signature for ref to ref's repository under the tag
 // sha256-<hex>.sig. The signed payload is cosign's simple-signing payload
 // naming the digest; signing the same digest again with the same key adds
 // nothing. The image must exist.
-func Sign(ctx context.Context, ref name.Digest, opts ...Option) error {
+func Sign(ctx context.Context, ref name.Digest, opts ...Option) (err error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return err
 	}
+	defer func() { err = o.access.Classify(err) }()
 	if _, err := remote.Head(ref, o.remoteOptions(ctx)...); err != nil {
 		return fmt.Errorf("resolving %s: %w", ref, err)
 	}
@@ -78,11 +81,12 @@ func Sign(ctx context.Context, ref name.Digest, opts ...Option) error {
 // as a DSSE envelope under the tag sha256-<hex>.att. An earlier attestation
 // of the same predicate type is replaced; the same statement signed by the
 // same key again adds nothing.
-func Attest(ctx context.Context, ref name.Digest, predicateType string, predicate []byte, opts ...Option) error {
+func Attest(ctx context.Context, ref name.Digest, predicateType string, predicate []byte, opts ...Option) (err error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return err
 	}
+	defer func() { err = o.access.Classify(err) }()
 	st, err := NewStatement(ref, predicateType, predicate)
 	if err != nil {
 		return err

@@ -47,11 +47,12 @@ func (o *options) checkOpts(ctx context.Context, v signature.Verifier) *cosign.C
 // VerifySignature checks that ref carries a cosign signature, made by the
 // key in pubKeyPath, whose payload names exactly ref's digest: what
 // `cosign verify --key pubKeyPath --insecure-ignore-tlog` checks.
-func VerifySignature(ctx context.Context, ref name.Digest, pubKeyPath string, opts ...Option) error {
+func VerifySignature(ctx context.Context, ref name.Digest, pubKeyPath string, opts ...Option) (err error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return err
 	}
+	defer func() { err = o.access.Classify(err) }()
 	v, err := LoadPublicKey(pubKeyPath)
 	if err != nil {
 		return err
@@ -69,11 +70,12 @@ func VerifySignature(ctx context.Context, ref name.Digest, pubKeyPath string, op
 // subject is exactly ref's digest: what `cosign verify-attestation --key
 // pubKeyPath --insecure-ignore-tlog --type predicateType` accepts. None is
 // a *NoAttestationError.
-func VerifyAttestations(ctx context.Context, ref name.Digest, predicateType, pubKeyPath string, opts ...Option) ([][]byte, error) {
+func VerifyAttestations(ctx context.Context, ref name.Digest, predicateType, pubKeyPath string, opts ...Option) (_ [][]byte, err error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err
 	}
+	defer func() { err = o.access.Classify(err) }()
 	v, err := LoadPublicKey(pubKeyPath)
 	if err != nil {
 		return nil, err

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"imagectl/internal/auth"
 )
 
 // probeMount is where the probe scripts are mounted inside the container.
@@ -105,7 +108,26 @@ func (r *Podman) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("container runtime: %w", err)}
 	}
-	return runCommand(ctx, p.Name, exec.CommandContext(ctx, bin, r.Args(dir, p)...))
+	cmd := exec.CommandContext(ctx, bin, r.Args(dir, p)...)
+	cmd.Env = registryAuthEnv(os.Environ())
+	return runCommand(ctx, p.Name, cmd)
+}
+
+// registryAuthEnv points podman at the Docker config every other stage
+// reads ($DOCKER_CONFIG/config.json or ~/.docker/config.json), through
+// REGISTRY_AUTH_FILE, unless the environment already names an auth file;
+// docker reads the Docker config by itself.
+func registryAuthEnv(env []string) []string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "REGISTRY_AUTH_FILE=") {
+			return env
+		}
+	}
+	f := filepath.Join(auth.DockerConfigDir(), "config.json")
+	if _, err := os.Stat(f); err != nil {
+		return env
+	}
+	return append(env, "REGISTRY_AUTH_FILE="+f)
 }
 
 // Close implements Runtime.

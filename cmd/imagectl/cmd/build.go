@@ -21,7 +21,7 @@ func newBuildCmd() *cobra.Command {
 		progress, initPath string
 		ociLayout, tag     string
 		repo               string
-		push, insecure     bool
+		push               bool
 		rewrite            bool
 		compression        string
 		cacheFrom, cacheTo []string
@@ -67,7 +67,7 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 				if !push {
 					return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--sign needs --push: signatures live beside the image in its registry"))
 				}
-				if signOpts, err = sf.options(cmd.InOrStdin()); err != nil {
+				if signOpts, err = sf.options(cmd, cmd.InOrStdin()); err != nil {
 					return err
 				}
 			}
@@ -86,7 +86,7 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 			}
 			defer c.Close()
 			opts := []build.Option{build.WithPush(push), build.WithDialTimeout(timeout),
-				build.WithInsecureRegistry(insecure), build.WithRewriteTimestamp(rewrite), build.WithCompression(compression), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...)}
+				build.WithAccess(accessOf(cmd)), build.WithRewriteTimestamp(rewrite), build.WithCompression(compression), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...)}
 			shown := make(chan struct{})
 			if progress == string(progressui.QuietMode) {
 				close(shown)
@@ -143,7 +143,6 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for buildkitd and the registries to answer")
 	f.StringVar(&compression, "compression", "gzip", "layer compression: gzip, zstd (forced on every layer; faster to pull and unpack) or uncompressed")
 	f.BoolVar(&rewrite, "rewrite-timestamp", false, "also have BuildKit rewrite every layer's times at export (slow; the steps already clamp them)")
-	f.BoolVar(&insecure, "insecure-registry", false, "let buildkitd push over plain HTTP (exporter registry.insecure)")
 	return cmd
 }
 

@@ -20,7 +20,6 @@ func newLockCmd() *cobra.Command {
 		images   []string
 		dir      string
 		addr     string
-		netrc    string
 		cache    string
 		proxy    string
 		check    bool
@@ -52,8 +51,11 @@ index only and every other project from the first pip_indexes entry that has
 it, and serves wheel metadata from --index-cache (by sha256) so that a big
 wheel on an index without metadata files is read at most once.
 
-Index credentials come from --netrc: the proxy sends them upstream, pip gets
-them as a BuildKit secret.`,
+Index credentials come from --netrc (or an index URL's user:password@, which is
+taken out of it): the proxy sends them upstream, pip gets them as a BuildKit
+secret; the base's registry
+credentials from the Docker config; a private CA from --ca-file. A registry or
+index that refuses them fails with exit 77, naming it and the source tried.`,
 		Example: `  imagectl lock                              # every image in specs/
   imagectl lock specs/demo.hcl --image demo
   imagectl lock --check                      # exit 3 stale, 6 tampered
@@ -88,10 +90,7 @@ them as a BuildKit secret.`,
 				}
 				return err
 			}
-			opts, err := lockOptions(addr, netrc, packages)
-			if err != nil {
-				return err
-			}
+			opts := lockOptions(cmd, addr, packages)
 			if cache != "" {
 				opts = append(opts, lock.WithIndexCache(cache))
 			}
@@ -114,7 +113,6 @@ them as a BuildKit secret.`,
 	f.StringArrayVar(&images, "image", nil, "lock only this image (repeatable); the default is every image in the specs")
 	f.StringVar(&dir, "dir", "images", "directory holding <image>/lock.json")
 	f.StringVar(&addr, "addr", os.Getenv("BUILDKIT_HOST"), "buildkitd address (default $BUILDKIT_HOST)")
-	f.StringVar(&netrc, "netrc", "", "netrc file with pip index credentials (passed as a BuildKit secret)")
 	f.StringVar(&cache, "index-cache", "", "wheel metadata cache of the index proxy (default $XDG_CACHE_HOME/imagectl/pyindex)")
 	f.StringVar(&proxy, "index-proxy", "", "listen address of the index proxy pip resolves through (default 127.0.0.1:0; give one a remote buildkitd reaches)")
 	f.BoolVar(&check, "check", false, "check the locks offline: exit 3 stale, 6 tampered")
@@ -140,16 +138,8 @@ func loadImages(cmd *cobra.Command, sf specFlags, args, names []string) ([]spec.
 	return sel, nil
 }
 
-func lockOptions(addr, netrc string, packages []string) ([]lock.Option, error) {
-	opts := []lock.Option{lock.WithBuildkit(addr), lock.WithPackages(packages...)}
-	if netrc != "" {
-		b, err := os.ReadFile(netrc)
-		if err != nil {
-			return nil, fmt.Errorf("reading --netrc: %w", err)
-		}
-		opts = append(opts, lock.WithNetrc(b))
-	}
-	return opts, nil
+func lockOptions(cmd *cobra.Command, addr string, packages []string) []lock.Option {
+	return []lock.Option{lock.WithBuildkit(addr), lock.WithPackages(packages...), lock.WithAccess(accessOf(cmd))}
 }
 
 func printChanges(cmd *cobra.Command, changes map[string]lock.Changes, asJSON bool) error {

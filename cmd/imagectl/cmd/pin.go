@@ -43,7 +43,7 @@ images/NAME/releases.json) or a full repository (registry/path:TAG).
 			if err != nil {
 				return err
 			}
-			p, err := promote.Pin(cmd.Context(), tag, tf.options()...)
+			p, err := promote.Pin(cmd.Context(), tag, tf.options(cmd)...)
 			if err != nil {
 				return err
 			}

@@ -25,9 +25,9 @@ func (f *trustFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.requireContainer, "require-container-runtime", false, "accept only verifications run in a container started from the digest (containerd, podman, docker, a Kubernetes Job), never in-place")
 }
 
-func (f *trustFlags) options() []promote.Option {
+func (f *trustFlags) options(cmd *cobra.Command) []promote.Option {
 	return []promote.Option{promote.WithTrustedKeys(f.keys...), promote.WithVerifierKeys(f.verifierKeys...),
-		promote.WithRequireContainerRuntime(f.requireContainer)}
+		promote.WithRequireContainerRuntime(f.requireContainer), promote.WithAccess(accessOf(cmd))}
 }
 
 // releaseFilePath maps NAME to images/NAME/releases.json; a path is kept.
@@ -78,7 +78,7 @@ promote reconciles every <dir>/*/releases.json, each gated on its own.
 			if err != nil {
 				return err
 			}
-			opts := append(tf.options(), promote.WithConfirm(confirm))
+			opts := append(tf.options(cmd), promote.WithConfirm(confirm))
 			if lockPath != "" {
 				opts = append(opts, promote.WithLockFile(lockPath))
 			}

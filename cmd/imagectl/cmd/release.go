@@ -119,14 +119,12 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		return err
 	}
 	printRuntime(cmd.ErrOrStderr(), "release: verify", kind, why)
-	bopts := []build.Option{build.WithCacheFrom(f.cacheFrom...), build.WithCacheTo(f.cacheTo...)}
+	access := accessOf(cmd)
+	bopts := []build.Option{build.WithCacheFrom(f.cacheFrom...), build.WithCacheTo(f.cacheTo...), build.WithAccess(access)}
 	if f.initPath != "" {
 		bopts = append(bopts, build.WithInit(f.initPath))
 	}
-	lopts, err := lockOptions(build.Addr(f.addr), "", nil)
-	if err != nil {
-		return err
-	}
+	lopts := lockOptions(cmd, build.Addr(f.addr), nil)
 	stages, err := release.NewReal(release.Config{
 		ImagesDir:               f.imagesDir,
 		LockMissing:             f.lockMissing,
@@ -142,6 +140,7 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		VerifyRuntime:           rt,
 		RequireContainerRuntime: f.requireContainer,
 		Month:                   f.month,
+		Access:                  access,
 	})
 	if err != nil {
 		return exitcode.Wrap(exitcode.Usage, err)

@@ -15,6 +15,7 @@ import (
 // New returns the imagectl root command.
 func New() *cobra.Command {
 	var verbose bool
+	var af accessFlags
 	root := &cobra.Command{
 		Use:   "imagectl",
 		Short: "Lock, build, sign, verify and promote PyTorch/CUDA images",
@@ -25,19 +26,30 @@ signed with cosign, verified on real GPUs and promoted by digest.
 Exit codes: 0 ok, 1 spec/lock/other error, 2 usage, 3 lock stale, 4 verification
 failed, 5 promotion refused by a gate, 6 lock tampered, 7 verification could not
 run, 8 driver below the floor (init), 69 service unavailable, 75 storage never
-became ready (init), 130 interrupted.`,
+became ready (init), 77 a registry or index refused the credentials, 130
+interrupted.
+
+Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json or
+~/.docker/config.json, credential helpers included), index credentials from
+--netrc; private CAs are added with --ca-file.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelInfo
 			if verbose {
 				level = slog.LevelDebug
 			}
 			h := slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})
-			cmd.SetContext(logs.With(cmd.Context(), slog.New(h)))
+			a, err := af.access()
+			if err != nil {
+				return err
+			}
+			cmd.SetContext(withAccess(logs.With(cmd.Context(), slog.New(h)), a))
+			return nil
 		},
 	}
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log debug detail to stderr")
+	af.add(root.PersistentFlags())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return exitcode.Wrap(exitcode.Usage, err)
 	})

@@ -30,12 +30,13 @@ func (f *signFlags) add(cmd *cobra.Command) {
 }
 
 // options returns the signing options; the password is never printed.
-func (f *signFlags) options(stdin io.Reader) ([]sign.Option, error) {
+func (f *signFlags) options(cmd *cobra.Command, stdin io.Reader) ([]sign.Option, error) {
+	access := sign.WithAccess(accessOf(cmd))
 	switch {
 	case f.key != "" && f.kms != "":
 		return nil, exitcode.Wrap(exitcode.Usage, errors.New("--key and --kms exclude each other"))
 	case f.kms != "":
-		return []sign.Option{sign.WithKMS(f.kms)}, nil
+		return []sign.Option{sign.WithKMS(f.kms), access}, nil
 	case f.key == "":
 		return nil, exitcode.Wrap(exitcode.Usage, errors.New("a signing key is needed: --key cosign.key or --kms URI"))
 	}
@@ -43,7 +44,7 @@ func (f *signFlags) options(stdin io.Reader) ([]sign.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []sign.Option{sign.WithKey(f.key, pw)}, nil
+	return []sign.Option{sign.WithKey(f.key, pw), access}, nil
 }
 
 func readPassword(fromStdin bool, stdin io.Reader) ([]byte, error) {
@@ -115,7 +116,7 @@ The key password comes from $` + sign.PasswordEnv + `, $` + sign.CosignPasswordE
 			if (predType == "") != (predFile == "") {
 				return exitcode.Wrap(exitcode.Usage, errors.New("--type and --predicate go together"))
 			}
-			opts, err := sf.options(cmd.InOrStdin())
+			opts, err := sf.options(cmd, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}

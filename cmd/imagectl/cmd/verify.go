@@ -190,7 +190,7 @@ func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags, asJSON
 
 func signResult(cmd *cobra.Command, ref name.Digest, res *verify.Result, key string) error {
 	pw, _ := sign.PasswordFromEnv()
-	if err := verify.Attest(cmd.Context(), ref, res, sign.WithKey(key, pw)); err != nil {
+	if err := verify.Attest(cmd.Context(), ref, res, sign.WithKey(key, pw), sign.WithAccess(accessOf(cmd))); err != nil {
 		return err
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "signed the verification result of %s (%s)\n", ref, verify.PredicateType)

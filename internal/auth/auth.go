@@ -1,0 +1,183 @@
+// Package auth is imagectl's one story for credentials and TLS, shared by
+// every stage (lock, mirror, build, sign, verify, promote, pin, release):
+//
+//   - registries: the Docker config ($DOCKER_CONFIG/config.json, else
+//     ~/.docker/config.json, with its credential helpers), through ggcr's
+//     authn.DefaultKeychain on the Go side and BuildKit's session auth
+//     provider for buildkitd's own pulls and pushes;
+//   - wheel indexes and other HTTP sources: a netrc file, or credentials
+//     moved out of an index URL's userinfo; they reach pip as a BuildKit
+//     secret and the build's HTTP fetches as an auth-header secret, never the
+//     lock, the LLB, a layer, a log or an error;
+//   - TLS: the system trust store plus the CA files given (--ca-file); plain
+//     HTTP only for loopback or a registry marked insecure.
+//
+// A registry or index that refuses the credentials (401/403) is an *Error
+// with its own exit code (77), naming the host and the credential source
+// tried, never the secret.
+package auth
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Config says where credentials and trust come from. The zero Config is the
+// Docker config from the environment, the system trust store and no index
+// credentials.
+type Config struct {
+	// CAFiles are PEM files of CA certificates trusted in addition to the
+	// system trust store, for registries and indexes alike.
+	CAFiles []string
+	// Insecure are registries (host or host:port) that may be reached over
+	// plain HTTP. Loopback registries always may.
+	Insecure []string
+	// NetrcFile holds index credentials (machine/login/password). Empty
+	// means none.
+	NetrcFile string
+}
+
+// Access is a loaded Config: what every stage hands to ggcr, BuildKit and
+// the HTTP clients that read indexes. It is safe for concurrent use.
+type Access struct {
+	cfg       Config
+	pool      *x509.CertPool // nil: the system store alone
+	caPEM     []byte         // the CA files, concatenated
+	index     map[string]Credential
+	transport *http.Transport
+}
+
+// Default is New(Config{}): the Docker config, the system trust store, no
+// index credentials. It never fails.
+func Default() *Access {
+	a, err := New(Config{})
+	if err != nil {
+		panic(err) // a zero Config reads no file
+	}
+	return a
+}
+
+// New loads cfg: the CA files and the netrc. A file that cannot be read or
+// parsed is an error naming it.
+func New(cfg Config) (*Access, error) {
+	a := &Access{cfg: cfg, index: map[string]Credential{}}
+	if len(cfg.CAFiles) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		for _, f := range cfg.CAFiles {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("--ca-file: %w", err)
+			}
+			if !pool.AppendCertsFromPEM(b) {
+				return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", f)
+			}
+			a.caPEM = append(append(a.caPEM, b...), '\n')
+		}
+		a.pool = pool
+	}
+	if cfg.NetrcFile != "" {
+		creds, err := readNetrc(cfg.NetrcFile)
+		if err != nil {
+			return nil, err
+		}
+		a.index = creds
+	}
+	t := remote.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: a.pool, MinVersion: tls.VersionTLS12}
+	a.transport = t
+	return a, nil
+}
+
+// DockerConfigDir is where the Docker config is read from: $DOCKER_CONFIG,
+// else ~/.docker (what docker, ggcr, crane and cosign read).
+func DockerConfigDir() string {
+	if d := os.Getenv("DOCKER_CONFIG"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".docker")
+}
+
+// dockerDir is DockerConfigDir() now: ggcr's default keychain reads the
+// environment at every call, too.
+func (a *Access) dockerDir() string { return DockerConfigDir() }
+
+// Keychain is ggcr's default keychain: the Docker config and its
+// credential helpers.
+func (a *Access) Keychain() authn.Keychain { return authn.DefaultKeychain }
+
+// Transport is the HTTP transport for registries and indexes: ggcr's
+// default transport trusting the system store and the CA files.
+func (a *Access) Transport() http.RoundTripper { return a.transport }
+
+// HTTPClient is a client over Transport, for index requests. It sets no
+// overall timeout (a wheel can be gigabytes): callers bound requests with
+// their context.
+func (a *Access) HTTPClient() *http.Client {
+	return &http.Client{Transport: a.transport}
+}
+
+// RemoteOptions are the ggcr options every registry call takes: the
+// keychain and the transport. Options given after them override them.
+func (a *Access) RemoteOptions() []remote.Option {
+	return []remote.Option{remote.WithAuthFromKeychain(a.Keychain()), remote.WithTransport(a.transport)}
+}
+
+// CAFiles are the configured CA files.
+func (a *Access) CAFiles() []string { return slices.Clone(a.cfg.CAFiles) }
+
+// CAPEM is the configured CA files' content (nil without --ca-file).
+func (a *Access) CAPEM() []byte { return slices.Clone(a.caPEM) }
+
+// Insecure reports whether reg (host or host:port) may be reached over
+// plain HTTP: a loopback registry, or one in Config.Insecure.
+func (a *Access) Insecure(reg string) bool {
+	if slices.Contains(a.cfg.Insecure, reg) {
+		return true
+	}
+	host, _, err := net.SplitHostPort(reg)
+	if err != nil {
+		host = reg
+	}
+	if slices.Contains(a.cfg.Insecure, host) {
+		return true
+	}
+	return isLoopback(host)
+}
+
+// MarkedInsecure reports whether reg was marked insecure explicitly
+// (Config.Insecure), as buildkitd's exporter needs to be told.
+func (a *Access) MarkedInsecure(reg string) bool {
+	return slices.Contains(a.cfg.Insecure, reg)
+}
+
+// NameOptions are the name options for references to reg: name.Insecure
+// for a registry marked insecure (loopback needs none: ggcr already tries
+// https first, then http, there).
+func (a *Access) NameOptions(reg string) []name.Option {
+	if a.MarkedInsecure(reg) {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

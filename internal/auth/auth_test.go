@@ -1,0 +1,326 @@
+package auth
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"imagectl/internal/exitcode"
+)
+
+const (
+	user = "ci"
+	pass = "s3cret-registry-pw"
+)
+
+// tlsRegistry is ggcr's in-process registry behind basic auth over TLS
+// (httptest's own CA), the shape of a private registry. It returns the
+// host:port and the CA as a PEM file.
+func tlsRegistry(t *testing.T) (host, caFile string) {
+	t.Helper()
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pass {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	b := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+	if err := os.WriteFile(caFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(s.URL, "https://"), caFile
+}
+
+// dockerConfig writes a Docker config with an auths entry for host (none
+// when login is empty) and points $DOCKER_CONFIG at it.
+func dockerConfig(t *testing.T, host, login, password string) string {
+	t.Helper()
+	dir := t.TempDir()
+	auths := map[string]any{}
+	if login != "" {
+		auths[host] = map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(login + ":" + password))}
+	}
+	b, _ := json.Marshal(map[string]any{"auths": auths})
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", dir)
+	return filepath.Join(dir, "config.json")
+}
+
+func TestPingRegistry(t *testing.T) {
+	host, ca := tlsRegistry(t)
+	reg, err := name.NewRegistry(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		login, pw   string
+		ca          bool
+		wantStatus  int    // 0: no *Error
+		wantInError string // "" with wantStatus 0: success
+	}{
+		{name: "credentials and CA", login: user, pw: pass, ca: true},
+		{name: "no credentials", ca: true, wantStatus: 401, wantInError: "no entry for " + host},
+		{name: "wrong password", login: user, pw: "wrong", ca: true, wantStatus: 401, wantInError: "auths entry for " + host},
+		{name: "CA not given", login: user, pw: pass, wantInError: "--ca-file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := dockerConfig(t, host, tc.login, tc.pw)
+			c := Config{}
+			if tc.ca {
+				c.CAFiles = []string{ca}
+			}
+			a, err := New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = a.PingRegistry(context.Background(), reg, reg.Scope("pull"))
+			if tc.wantInError == "" {
+				if err != nil {
+					t.Fatalf("PingRegistry() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantInError) {
+				t.Fatalf("PingRegistry() = %v, want an error containing %q", err, tc.wantInError)
+			}
+			if strings.Contains(err.Error(), pass) {
+				t.Errorf("error %q contains the password", err)
+			}
+			var ae *Error
+			if tc.wantStatus == 0 {
+				if errors.As(err, &ae) {
+					t.Errorf("PingRegistry() = %v, want no *Error", err)
+				}
+				return
+			}
+			if !errors.As(err, &ae) || ae.Status != tc.wantStatus || ae.Host != host || !strings.Contains(ae.Source, cfg) {
+				t.Fatalf("PingRegistry() = %#v, want *Error{Host: %s, Status: %d} naming %s", err, host, tc.wantStatus, cfg)
+			}
+			if exitcode.Code(err) != exitcode.AuthFailed {
+				t.Errorf("exit code %d, want %d", exitcode.Code(err), exitcode.AuthFailed)
+			}
+		})
+	}
+}
+
+// TestRemoteOptionsAndClassify: the access's options push and read through
+// the TLS registry with the Docker config's credentials; without them the
+// 401 classifies as an *Error naming the registry.
+func TestRemoteOptionsAndClassify(t *testing.T) {
+	host, ca := tlsRegistry(t)
+	a, err := New(Config{CAFiles: []string{ca}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(host + "/ml/app:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockerConfig(t, host, user, pass)
+	if err := remote.Write(ref, img, a.RemoteOptions()...); err != nil {
+		t.Fatalf("remote.Write with credentials = %v", err)
+	}
+	if _, err := remote.Head(ref, a.RemoteOptions()...); err != nil {
+		t.Fatalf("remote.Head with credentials = %v", err)
+	}
+	cfg := dockerConfig(t, host, "", "")
+	_, err = remote.Head(ref, a.RemoteOptions()...)
+	if err == nil {
+		t.Fatal("remote.Head without credentials succeeded")
+	}
+	got := a.Classify(err)
+	var ae *Error
+	if !errors.As(got, &ae) || ae.Host != host || ae.Kind != "registry" || ae.Status != 401 || !strings.Contains(got.Error(), cfg) {
+		t.Errorf("Classify(%v) = %v, want a registry *Error for %s naming %s", err, got, host, cfg)
+	}
+	if other := errors.New("boom"); a.Classify(other) != other {
+		t.Errorf("Classify(boom) changed the error")
+	}
+}
+
+func TestNetrc(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "netrc")
+	content := "# creds\nmachine idx.example login alice password pw1\nmachine other.example\n  login bob\n  password pw2\ndefault login anon password x\n"
+	if err := os.WriteFile(good, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{NetrcFile: good})
+	if err != nil {
+		t.Fatalf("New(netrc) = %v", err)
+	}
+	for _, tc := range []struct {
+		url, login, pw string
+		ok             bool
+	}{
+		{"https://idx.example/simple/", "alice", "pw1", true},
+		{"https://idx.example:8443/simple/", "alice", "pw1", true}, // netrc machines have no port
+		{"http://other.example/files/x.whl", "bob", "pw2", true},
+		{"https://unknown.example/simple/", "", "", false}, // "default" is not used
+	} {
+		c, ok := a.IndexCredential(tc.url)
+		if ok != tc.ok || c.Login != tc.login || c.Password != tc.pw {
+			t.Errorf("IndexCredential(%s) = %+v, %v; want %s/%s, %v", tc.url, c, ok, tc.login, tc.pw, tc.ok)
+		}
+		if ok && c.Source != "netrc "+good {
+			t.Errorf("IndexCredential(%s).Source = %q, want the netrc named", tc.url, c.Source)
+		}
+	}
+	// An exact host:port credential wins over the host's netrc entry.
+	b := a.WithIndexCredential("idx.example:8443", Credential{Login: "carol", Password: "pw3", Source: "url"})
+	if c, _ := b.IndexCredential("https://idx.example:8443/simple/"); c.Login != "carol" {
+		t.Errorf("host:port credential = %+v, want carol", c)
+	}
+	if c, _ := a.IndexCredential("https://idx.example:8443/simple/"); c.Login != "alice" {
+		t.Errorf("WithIndexCredential changed the original access: %+v", c)
+	}
+	// The rendered netrc (pip's /root/.netrc) parses back to the same entries.
+	rendered := filepath.Join(dir, "rendered")
+	if err := os.WriteFile(rendered, b.Netrc(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	back, err := readNetrc(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for h, c := range back {
+		got[h] = c.Login + ":" + c.Password
+	}
+	want := map[string]string{"idx.example": "carol:pw3", "other.example": "bob:pw2"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Netrc() round trip (-want +got):\n%s\n%s", d, b.Netrc())
+	}
+
+	bad := filepath.Join(dir, "bad")
+	if err := os.WriteFile(bad, []byte("machine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{NetrcFile: bad}); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("New(truncated netrc) = %v, want an error naming %s", err, bad)
+	}
+	if _, err := New(Config{NetrcFile: filepath.Join(dir, "missing")}); err == nil {
+		t.Error("New(missing netrc) succeeded")
+	}
+}
+
+func TestSplitUserinfoAndRedact(t *testing.T) {
+	clean, c, err := SplitUserinfo("https://bob:pw%40x@idx.example:8443/simple/")
+	if err != nil || clean != "https://idx.example:8443/simple/" || c == nil || c.Login != "bob" || c.Password != "pw@x" {
+		t.Errorf("SplitUserinfo = %q, %+v, %v", clean, c, err)
+	}
+	if clean, c, err := SplitUserinfo("https://idx.example/simple/"); err != nil || c != nil || clean != "https://idx.example/simple/" {
+		t.Errorf("SplitUserinfo(no userinfo) = %q, %+v, %v", clean, c, err)
+	}
+	in := "Looking in indexes: https://user:s3cret@idx.example/simple/, http://127.0.0.1:8000/simple/"
+	if got := Redact(in); strings.Contains(got, "s3cret") || !strings.Contains(got, "https://***@idx.example/simple/") || !strings.Contains(got, "http://127.0.0.1:8000/simple/") {
+		t.Errorf("Redact(%q) = %q", in, got)
+	}
+}
+
+// TestCheckIndex: an index behind basic auth over TLS answers with the
+// netrc's credential; without it the 401 is an *Error naming the index and
+// the netrc, never the password.
+func TestCheckIndex(t *testing.T) {
+	s := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pass {
+			http.Error(w, "auth", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Length", "42")
+	}))
+	defer s.Close()
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	netrc := filepath.Join(dir, "netrc")
+	if err := os.WriteFile(netrc, []byte("machine 127.0.0.1 login "+user+" password "+pass+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	with, err := New(Config{CAFiles: []string{ca}, NetrcFile: netrc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := with.CheckIndex(context.Background(), s.URL+"/simple/")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CheckIndex(with netrc) = %v, %v", resp, err)
+	}
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(other, []byte("machine elsewhere.example login x password y\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	without, err := New(Config{CAFiles: []string{ca}, NetrcFile: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = without.CheckIndex(context.Background(), s.URL+"/simple/")
+	var ae *Error
+	host := strings.TrimPrefix(s.URL, "https://")
+	if !errors.As(err, &ae) || ae.Kind != "index" || ae.Host != host || !strings.Contains(err.Error(), other) {
+		t.Fatalf("CheckIndex(no credential) = %v, want an index *Error for %s naming %s", err, host, other)
+	}
+	if _, err := Default().CheckIndex(context.Background(), s.URL+"/simple/"); err == nil || !strings.Contains(err.Error(), "--ca-file") {
+		t.Errorf("CheckIndex(untrusted CA) = %v, want a hint to --ca-file", err)
+	}
+}
+
+func TestHTTPAuthSecretAndSession(t *testing.T) {
+	dir := t.TempDir()
+	netrc := filepath.Join(dir, "netrc")
+	if err := os.WriteFile(netrc, []byte("machine idx.example login alice password pw1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{NetrcFile: netrc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, v, ok := a.HTTPAuthSecret("https://idx.example:8443/files/x.whl")
+	if !ok || id != "imagectl-http-auth-idx.example" || string(v) != "Basic "+base64.StdEncoding.EncodeToString([]byte("alice:pw1")) {
+		t.Errorf("HTTPAuthSecret = %q, %q, %v", id, v, ok)
+	}
+	if strings.Contains(id, "pw1") {
+		t.Errorf("secret ID %q carries the password", id)
+	}
+	if _, _, ok := a.HTTPAuthSecret("https://other.example/x.whl"); ok {
+		t.Error("HTTPAuthSecret for a host without a credential")
+	}
+	if got := len(a.Session([]string{"reg.example"}, nil)); got != 1 {
+		t.Errorf("Session(no secrets) has %d attachables, want the auth provider only", got)
+	}
+	if got := len(a.Session([]string{"reg.example"}, a.HTTPAuthSecrets([]string{"https://idx.example/x.whl"}))); got != 2 {
+		t.Errorf("Session(secrets) has %d attachables, want the auth provider and the secrets", got)
+	}
+	if a.CABundle() != nil {
+		t.Error("CABundle() without CA files is not nil")
+	}
+}

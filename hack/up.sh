@@ -44,7 +44,7 @@ wait_for() {
 
 # hack/up.sh status: exit 0 when every service up.sh starts is running.
 if [ "${1:-}" = status ]; then
-  for n in buildkitd registry wheelindex upstream-registry; do
+  for n in buildkitd registry wheelindex upstream-registry private-registry private-index; do
     alive "$n" || { echo "up: $n is not running" >&2; exit 1; }
   done
   [ -f "$cache/env" ] || { echo "up: no .cache/env" >&2; exit 1; }
@@ -71,6 +71,8 @@ pick_port() {
 
 http_ok() { curl -fsS -o /dev/null --max-time 2 "$1"; }
 
+. hack/private.sh # the htpasswd+TLS registry and the basic-auth+TLS wheel index; buildkitd trusts their CA
+
 # --- buildkitd: OCI worker, runc from Debian, overlayfs, state under .cache/buildkit.
 sock=$cache/buildkit/buildkitd.sock
 if [ ${#sock} -gt 100 ]; then # unix socket paths are limited to 108 bytes
@@ -82,7 +84,7 @@ if alive buildkitd; then
   echo "up: buildkitd already running (pid $(cut -d' ' -f1 "$cache/pids/buildkitd.pid"))" >&2
 else
   rm -f "$sock"
-  start buildkitd bin/buildkitd --root "$cache/buildkit/root" --addr "$bkhost" \
+  SSL_CERT_FILE=$priv/ca-bundle.pem start buildkitd bin/buildkitd --config "$priv/buildkitd.toml" --root "$cache/buildkit/root" --addr "$bkhost" \
     --oci-worker=true --containerd-worker=false \
     --oci-worker-snapshotter=overlayfs --oci-worker-binary="$(command -v runc)"
   wait_for buildkitd 60 bin/buildctl --addr "$bkhost" debug workers

@@ -4,21 +4,30 @@
 //	wheelindex generate DIR [--core-bytes N]    demo wheels + index (cached)
 //	wheelindex publish DIR --name N --version V [--requires R]... [--payload-bytes N]
 //	wheelindex serve DIR [--addr 127.0.0.1:0] [--url-file FILE]
+//	                     [--tls-cert PEM --tls-key PEM] [--basic-auth FILE]
 //	wheelindex standins DIR [--big-bytes N] [--copy GLOB]...   the pytorch spec's index stand-ins
+//
+// With --tls-cert/--tls-key it serves HTTPS; with --basic-auth (a file
+// holding user:password) every request needs those credentials (401
+// otherwise): the shape of a private wheel mirror.
 package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
+	"time"
 
 	"imagectl/internal/atomicfile"
 	"imagectl/internal/wheelhouse"
@@ -189,6 +198,9 @@ func serve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
 	urlFile := fs.String("url-file", "", "write the index URL to this file once listening")
+	cert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM)")
+	key := fs.String("tls-key", "", "the certificate's key (PEM)")
+	basic := fs.String("basic-auth", "", "file holding user:password that every request must carry")
 	dir, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -196,16 +208,86 @@ func serve(ctx context.Context, args []string) error {
 	if _, err := os.Stat(filepath.Join(dir, "simple", "index.html")); err != nil {
 		return fmt.Errorf("serve: %s is not an index (run generate first): %w", dir, err)
 	}
-	s, err := wheelhouse.Serve(ctx, dir, *addr)
-	if err != nil {
-		return err
+	if (*cert == "") != (*key == "") {
+		return fmt.Errorf("serve: --tls-cert and --tls-key go together: %w", errUsage)
 	}
-	if *urlFile != "" {
-		if err := atomicfile.Write(*urlFile, []byte(s.URL()+"\n"), 0o644); err != nil {
-			s.Close()
+	if *cert == "" && *basic == "" {
+		s, err := wheelhouse.Serve(ctx, dir, *addr)
+		if err != nil {
+			return err
+		}
+		return announce(s.URL(), *urlFile, s.Wait, func() { s.Close() })
+	}
+	return servePrivate(ctx, dir, *addr, *cert, *key, *basic, *urlFile)
+}
+
+// servePrivate serves the index over TLS and/or behind basic auth.
+func servePrivate(ctx context.Context, dir, addr, cert, key, basicFile, urlFile string) error {
+	h := wheelhouse.Handler(dir)
+	if basicFile != "" {
+		b, err := os.ReadFile(basicFile)
+		if err != nil {
+			return fmt.Errorf("serve: --basic-auth: %w", err)
+		}
+		user, pw, ok := strings.Cut(strings.TrimSpace(string(b)), ":")
+		if !ok || user == "" || pw == "" {
+			return fmt.Errorf("serve: --basic-auth %s: want one line user:password", basicFile)
+		}
+		h = basicAuth(h, user, pw)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("serve: listening on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	scheme := "http"
+	if cert != "" {
+		scheme = "https"
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if cert != "" {
+			err = srv.ServeTLS(ln, cert, key)
+		} else {
+			err = srv.Serve(ln)
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		done <- err
+	}()
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}
+	go func() { <-ctx.Done(); stop() }()
+	return announce(scheme+"://"+ln.Addr().String()+"/simple/", urlFile, func() error { return <-done }, stop)
+}
+
+// basicAuth answers 401 to a request without user:pw, comparing in
+// constant time.
+func basicAuth(next http.Handler, user, pw string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(user)) != 1 || subtle.ConstantTimeCompare([]byte(p), []byte(pw)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="wheel index"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// announce writes the URL to urlFile and stdout, then waits for the server.
+func announce(url, urlFile string, wait func() error, stop func()) error {
+	if urlFile != "" {
+		if err := atomicfile.Write(urlFile, []byte(url+"\n"), 0o644); err != nil {
+			stop()
 			return err
 		}
 	}
-	fmt.Println(s.URL())
-	return s.Wait()
+	fmt.Println(url)
+	return wait()
 }

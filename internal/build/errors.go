@@ -115,7 +115,9 @@ var mismatchREs = []*regexp.Regexp{
 }
 
 // mapSolveError turns a failure of an HTTP source vertex into a
-// ChecksumError or FetchError naming the lock entry.
+// ChecksumError or FetchError naming the lock entry. (A fetch refused with
+// 401/403 is caught before the solve, by indexPreflight: buildkitd v0.34's
+// HTTP source hashes the refusal's body and reports a digest mismatch.)
 func mapSolveError(err error, arts map[digest.Digest]Artifact) error {
 	var ve *errdefs.VertexError
 	if !errors.As(err, &ve) {

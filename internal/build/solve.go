@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -127,6 +128,10 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 		return nil, err
 	}
 	if err := preflight(ctx, l, o, target); err != nil {
+		closeStatus(o)
+		return nil, err
+	}
+	if err := indexPreflight(ctx, l, o); err != nil {
 		closeStatus(o)
 		return nil, err
 	}
@@ -349,6 +354,42 @@ func preflight(ctx context.Context, l *lock.Lock, o *options, target string) err
 	}
 	for _, reg := range slices.Sorted(maps.Keys(scopes)) {
 		if err := ping(ctx, reg, scopes[reg], o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexPreflight asks every host the build fetches from (wheel indexes,
+// apt mirrors) once, with the credential the access has for it: a 401/403
+// is an *auth.Error naming the host and the credential source. buildkitd
+// would report it as a sha256 mismatch (it hashes the refusal's body).
+// Other failures are left to the fetch itself.
+func indexPreflight(ctx context.Context, l *lock.Lock, o *options) error {
+	first := map[string]string{} // host -> first URL
+	var hosts []string
+	add := func(raw string) {
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == "" {
+			return
+		}
+		if _, ok := first[u.Host]; !ok {
+			first[u.Host] = raw
+			hosts = append(hosts, u.Host)
+		}
+	}
+	for _, w := range l.Pip {
+		add(w.URL)
+	}
+	for _, d := range l.Apt {
+		add(d.URL)
+	}
+	for _, h := range hosts {
+		cctx, cancel := context.WithTimeout(ctx, o.dialTimeout)
+		_, err := o.access.CheckIndex(cctx, first[h])
+		cancel()
+		var ae *auth.Error
+		if errors.As(err, &ae) {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -259,81 +260,93 @@ func TestChecksumErrorNamesPackage(t *testing.T) {
 	}
 }
 
-// TestFetchDeniedIsAuthError: a wheel fetch refused with 401/403 (BuildKit's
-// own wording, through the gRPC codec) becomes an *auth.Error with exit 77
-// naming the index host and the netrc tried, never the password; the LLB
-// names the auth-header secret by ID only.
-func TestFetchDeniedIsAuthError(t *testing.T) {
+// TestIndexDeniedIsAuthError: an index that refuses the credentials (or
+// their absence) fails the build before buildkitd with an *auth.Error, exit
+// 77, naming the index host and the netrc tried, never the password; with
+// them the build goes on, and the LLB names the auth-header secret by ID
+// only, on that index's fetches only.
+func TestIndexDeniedIsAuthError(t *testing.T) {
+	const pw = "s3cret-fetch-pw"
+	idx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "ci" || p != pw {
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Length", "1")
+	}))
+	defer idx.Close()
 	reg := fakeRegistry(t)
 	l := localLock(reg)
-	const pw = "s3cret-fetch-pw"
-	netrc := filepath.Join(t.TempDir(), "netrc")
-	if err := os.WriteFile(netrc, []byte("machine whl.example.invalid login ci password "+pw+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	for i := range l.Pip {
+		l.Pip[i].URL = idx.URL + "/files/" + l.Pip[i].Filename
 	}
-	a, err := auth.New(auth.Config{NetrcFile: netrc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, err := Definition(context.Background(), l, fakeInit(t), WithAccess(a))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var secretIDs []string
-	for _, dt := range def.Def {
-		if strings.Contains(string(dt), pw) {
-			t.Fatalf("the LLB carries the password")
-		}
-		var op pb.Op
-		if err := op.UnmarshalVT(dt); err != nil {
+	dgst, _ := pushRandom(t, l.Repos.Staging, 9)
+	access := func(t *testing.T, password string) (*auth.Access, string) {
+		netrc := filepath.Join(t.TempDir(), "netrc")
+		if err := os.WriteFile(netrc, []byte("machine 127.0.0.1 login ci password "+password+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if src := op.GetSource(); src != nil {
-			if id := src.Attrs[pb.AttrHTTPAuthHeaderSecret]; id != "" {
-				if !strings.HasPrefix(src.Identifier, "http://whl.example.invalid/") {
-					t.Errorf("%s carries the auth secret %s, want only whl.example.invalid's fetches", src.Identifier, id)
+		a, err := auth.New(auth.Config{NetrcFile: netrc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, netrc
+	}
+
+	t.Run("with the credential", func(t *testing.T) {
+		a, _ := access(t, pw)
+		fc := &fakeClient{digest: dgst}
+		if _, err := Solve(context.Background(), fc, l, fakeInit(t), WithPush(true), WithAccess(a)); err != nil {
+			t.Fatalf("Solve() = %v", err)
+		}
+		def, err := Definition(context.Background(), l, fakeInit(t), WithAccess(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, dt := range def.Def {
+			if strings.Contains(string(dt), pw) {
+				t.Fatalf("the LLB carries the password")
+			}
+			var op pb.Op
+			if err := op.UnmarshalVT(dt); err != nil {
+				t.Fatal(err)
+			}
+			if src := op.GetSource(); src != nil {
+				if id := src.Attrs[pb.AttrHTTPAuthHeaderSecret]; id != "" {
+					if !strings.HasPrefix(src.Identifier, idx.URL) {
+						t.Errorf("%s carries the auth secret %s, want only the index's fetches", src.Identifier, id)
+					}
+					ids = append(ids, id)
 				}
-				secretIDs = append(secretIDs, id)
 			}
 		}
-	}
-	if len(secretIDs) != len(l.Pip) {
-		t.Errorf("auth-header secrets on %d fetches, want one per wheel (%d)", len(secretIDs), len(l.Pip))
-	}
-	arts, err := Artifacts(def.ToPB(), l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vtx digest.Digest
-	for d, art := range arts {
-		if art.Name == "demo-util" {
-			vtx = d
+		if len(ids) != len(l.Pip) {
+			t.Errorf("auth-header secrets on %d fetches, want one per wheel (%d)", len(ids), len(l.Pip))
 		}
-	}
-	for _, tc := range []struct {
-		msg    string
-		status int
-	}{
-		{"invalid response status 401", 401},
-		{"invalid response status 403", 403},
-	} {
-		wire := grpcerrors.FromGRPC(grpcerrors.ToGRPC(context.Background(), errdefs.WrapVertex(errors.New(tc.msg), vtx)))
-		_, err := Solve(context.Background(), &fakeClient{err: wire}, l, fakeInit(t), WithPush(true), WithAccess(a))
+		if len(fc.opt.Session) != 2 {
+			t.Errorf("session has %d attachables, want the registry auth provider and the secrets", len(fc.opt.Session))
+		}
+	})
+	t.Run("with a wrong password", func(t *testing.T) {
+		a, netrc := access(t, "wrong-pw")
+		fc := &fakeClient{digest: dgst}
+		_, err := Solve(context.Background(), fc, l, fakeInit(t), WithPush(true), WithAccess(a))
 		var ae *auth.Error
-		if !errors.As(err, &ae) || ae.Host != "whl.example.invalid" || ae.Status != tc.status || ae.Kind != "index" {
-			t.Fatalf("Solve() with %q = %v, want an index *auth.Error for whl.example.invalid, status %d", tc.msg, err, tc.status)
+		host := strings.TrimPrefix(idx.URL, "http://")
+		if !errors.As(err, &ae) || ae.Host != host || ae.Kind != "index" || ae.Status != http.StatusUnauthorized {
+			t.Fatalf("Solve() = %v, want an index *auth.Error for %s", err, host)
 		}
 		if exitcode.Code(err) != exitcode.AuthFailed {
 			t.Errorf("exit code = %d, want %d", exitcode.Code(err), exitcode.AuthFailed)
 		}
-		if !strings.Contains(err.Error(), netrc) || strings.Contains(err.Error(), pw) {
+		if !strings.Contains(err.Error(), netrc) || strings.Contains(err.Error(), "wrong-pw") {
 			t.Errorf("error %q: want the netrc path named and no password", err)
 		}
-		var fe *FetchError
-		if !errors.As(err, &fe) || fe.Artifact.Name != "demo-util" {
-			t.Errorf("error %v does not carry the demo-util FetchError", err)
+		if fc.opt.Exports != nil {
+			t.Error("Solve() reached buildkitd although the index refused the credentials")
 		}
-	}
+	})
 }
 
 func TestDialUnavailable(t *testing.T) {

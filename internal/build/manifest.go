@@ -100,7 +100,6 @@ func refNameOptions(ref string, o *options) []name.Option {
 	return o.access.NameOptions(registryOf(ref))
 }
 
-
 // registryOf returns the registry host of ref ("" when ref is not a
 // reference).
 func registryOf(ref string) string {

@@ -123,6 +123,10 @@ func (a *Access) Keychain() authn.Keychain { return authn.DefaultKeychain }
 // default transport trusting the system store and the CA files.
 func (a *Access) Transport() http.RoundTripper { return a.transport }
 
+// TLSConfig is the TLS configuration of Transport (the system store plus
+// the CA files), for clients that take one, e.g. containerd's resolver.
+func (a *Access) TLSConfig() *tls.Config { return a.transport.TLSClientConfig.Clone() }
+
 // HTTPClient is a client over Transport, for index requests. It sets no
 // overall timeout (a wheel can be gigabytes): callers bound requests with
 // their context.

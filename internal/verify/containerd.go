@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -94,6 +95,10 @@ type Containerd struct {
 	// Keychain answers the registry's credential challenges. The default
 	// is authn.DefaultKeychain (the Docker config).
 	Keychain authn.Keychain
+	// TLS is the registries' TLS configuration (containerd's DefaultTLS,
+	// e.g. auth.Access.TLSConfig for a private CA). The default is the
+	// system trust store.
+	TLS *tls.Config
 
 	probes probeDir
 
@@ -213,6 +218,9 @@ func (r *Containerd) resolver(ctx context.Context) remotes.Resolver {
 	}
 	if r.HostsDir != "" {
 		opts.HostDir = config.HostDirFromRoot(r.HostsDir)
+	}
+	if r.TLS != nil {
+		opts.DefaultTLS = r.TLS.Clone()
 	}
 	return docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, opts)})
 }

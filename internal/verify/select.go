@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -103,6 +104,10 @@ type RuntimeConfig struct {
 	CDISpecDirs []string
 	// PodmanArgs go to `podman run` before the image.
 	PodmanArgs []string
+	// RegistryTLS is the TLS configuration the containerd runtime pulls
+	// with (auth.Access.TLSConfig: the system store plus --ca-file). The
+	// default is the system store.
+	RegistryTLS *tls.Config
 }
 
 // Detector finds the runtime that "auto" means on this host. Its fields
@@ -208,7 +213,7 @@ func NewRuntime(l *lock.Lock, cfg RuntimeConfig) (Runtime, error) {
 		}
 		return &Containerd{Address: cfg.ContainerdAddress, Namespace: cfg.ContainerdNamespace, Snapshotter: cfg.Snapshotter,
 			Image: cfg.Image, Python: cfg.Python, GPUs: cfg.GPUs, CDISpecDirs: cfg.CDISpecDirs, ShmBytes: shm,
-			Storage: cfg.Storage, StoragePath: storagePath}, nil
+			Storage: cfg.Storage, StoragePath: storagePath, TLS: cfg.RegistryTLS}, nil
 	case RuntimePodman, RuntimeDocker:
 		p := &Podman{Binary: cfg.Kind, Image: firstNonEmpty(cfg.From, cfg.Image.String()), Python: cfg.Python,
 			ShmSize: fmt.Sprint(shm), Storage: cfg.Storage, StoragePath: storagePath, ExtraArgs: cfg.PodmanArgs}

@@ -114,7 +114,7 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 	}
 	defer c.Close()
 	rt, kind, why, err := release.SelectVerifyRuntime(ctx, verify.Detector{},
-		verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd})
+		verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd, RegistryTLS: accessOf(cmd).TLSConfig()})
 	if err != nil {
 		return err
 	}

@@ -140,7 +140,7 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		sel, err := verify.Detector{}.Select(cmd.Context(), l, verify.RuntimeConfig{Kind: f.runtime, Image: ref, From: f.from,
 			Python: f.python, Storage: f.storage, ShmSize: f.shmSize, GPUMode: f.gpus, GPUs: f.gpuCount,
 			ContainerdAddress: f.containerd, ContainerdNamespace: f.ctrNamespace, Snapshotter: f.snapshotter,
-			CDISpecDirs: f.cdiDirs, PodmanArgs: f.podArgs}, true)
+			CDISpecDirs: f.cdiDirs, PodmanArgs: f.podArgs, RegistryTLS: accessOf(cmd).TLSConfig()}, true)
 		if err != nil {
 			return err
 		}

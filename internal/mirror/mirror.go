@@ -166,7 +166,7 @@ func Run(ctx context.Context, imgs []spec.Image, opts ...Option) ([]Result, erro
 		}
 		r, err := copyBase(ctx, k.base, dst, o)
 		if err != nil {
-			return results, fmt.Errorf("image %s: %w", users[k][0], err)
+			return results, o.access.Classify(fmt.Errorf("image %s: %w", users[k][0], err))
 		}
 		r.Images = slices.Sorted(slices.Values(users[k]))
 		results = append(results, r)
@@ -182,7 +182,8 @@ func Copy(ctx context.Context, src string, dst name.Repository, opts ...Option) 
 	if err != nil {
 		return Result{}, err
 	}
-	return copyBase(ctx, src, dst, o)
+	r, err := copyBase(ctx, src, dst, o)
+	return r, o.access.Classify(err)
 }
 
 func copyBase(ctx context.Context, src string, dst name.Repository, o *options) (Result, error) {

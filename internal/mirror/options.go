@@ -1,10 +1,13 @@
 package mirror
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"imagectl/internal/auth"
 )
 
 // Option configures Run and Copy.
@@ -14,10 +17,11 @@ type options struct {
 	transport http.RoundTripper
 	keychain  authn.Keychain
 	remote    []remote.Option
+	access    *auth.Access
 }
 
 func makeOptions(opts []Option) (*options, error) {
-	o := &options{transport: remote.DefaultTransport, keychain: authn.DefaultKeychain}
+	o := &options{transport: remote.DefaultTransport, keychain: authn.DefaultKeychain, access: auth.Default()}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err
@@ -40,6 +44,20 @@ func WithTransport(rt http.RoundTripper) Option {
 func WithKeychain(kc authn.Keychain) Option {
 	return func(o *options) error {
 		o.keychain = kc
+		return nil
+	}
+}
+
+// WithAccess takes the keychain and the transport (TLS trust: the system
+// store plus --ca-file) from a, and makes a registry's 401/403 an
+// *auth.Error (exit 77) naming it. The default is auth.Default()'s: the
+// Docker config and the system store.
+func WithAccess(a *auth.Access) Option {
+	return func(o *options) error {
+		if a == nil {
+			return errors.New("access is nil")
+		}
+		o.access, o.keychain, o.transport = a, a.Keychain(), a.Transport()
 		return nil
 	}
 }

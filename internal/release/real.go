@@ -123,7 +123,7 @@ func (r *Real) Lock(ctx context.Context, img spec.Image) (*lock.Lock, error) {
 	l, err := lock.Read(path)
 	if errors.Is(err, fs.ErrNotExist) && r.cfg.LockMissing {
 		if img.Repos.Mirror != "" {
-			if _, err := mirror.Run(ctx, []spec.Image{img}, r.cfg.MirrorOptions...); err != nil {
+			if _, err := mirror.Run(ctx, []spec.Image{img}, append([]mirror.Option{mirror.WithAccess(r.cfg.Access)}, r.cfg.MirrorOptions...)...); err != nil {
 				return nil, err
 			}
 		}

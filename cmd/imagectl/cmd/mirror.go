@@ -46,7 +46,7 @@ another error; 69 a registry that cannot be reached.`,
 			if err != nil {
 				return err
 			}
-			res, err := mirror.Run(cmd.Context(), imgs)
+			res, err := mirror.Run(cmd.Context(), imgs, mirror.WithAccess(accessOf(cmd)))
 			if asJSON {
 				if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil && err == nil {
 					err = werr

@@ -5,6 +5,11 @@
 # runs the image once through its init, prints how to pin the digest, and
 # stops what it started. A second run is fast: tools, base, lock and build
 # cache are kept under bin/ and .cache/; signing and verification resume.
+#
+# IMAGECTL_DEMO_PRIVATE=1 runs it against the private pair `make up` also
+# starts (hack/private.sh): the registry behind htpasswd over TLS and the
+# wheel index behind basic auth over TLS, with the logins from a Docker
+# config and a netrc and the CA from --ca-file, as a platform team's CI does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
@@ -25,6 +30,16 @@ hack/up.sh
 . .cache/env
 
 demo=.cache/demo
+registry=$IMAGECTL_REGISTRY
+if [ -n "${IMAGECTL_DEMO_PRIVATE:-}" ]; then
+  step "private: $IMAGECTL_PRIVATE_REGISTRY (htpasswd, TLS) and $IMAGECTL_PRIVATE_INDEX (basic auth, TLS)"
+  demo=.cache/demo-private
+  registry=$IMAGECTL_PRIVATE_REGISTRY
+  export DOCKER_CONFIG=$IMAGECTL_PRIVATE_DOCKER_CONFIG NETRC=$IMAGECTL_PRIVATE_NETRC IMAGECTL_CA_FILE=$IMAGECTL_PRIVATE_CA
+  export IMAGECTL_VAR_registry=$registry IMAGECTL_VAR_wheel_index=$IMAGECTL_PRIVATE_INDEX
+  # The base, copied into the private registry with the login.
+  SSL_CERT_FILE=.cache/private/ca-bundle.pem bin/crane copy "$IMAGECTL_BASE" "$registry/imagectl/debian-base:bookworm" 2>/dev/null
+fi
 images=$demo/images
 keys=$demo/keys
 mkdir -p "$images" "$keys"
@@ -56,7 +71,7 @@ bin/imagectl release specs/demo.hcl --image demo --images-dir "$images" --lock-m
   --key "$keys/signer/cosign.key" --verifier-key "$keys/verifier/cosign.key" \
   --init bin/imagectl-init --metrics-file "$demo/metrics.prom" -o json > "$demo/release.json"
 ref=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["reference"])' "$demo/release.json")
-tag=$IMAGECTL_REGISTRY/imagectl/demo:demo
+tag=$registry/imagectl/demo:demo
 
 step "pin $tag (checks the signature, the lock and the verification attestations)"
 pinned=$(bin/imagectl pin "$tag" --images "$images" --key "$keys/signer/cosign.pub" --verifier-key "$keys/verifier/cosign.pub")
@@ -66,7 +81,9 @@ echo "$pinned"
 step "run the released image once, through its init (podman)"
 storage=$demo/storage
 mkdir -p "$storage" && touch "$storage/.ready"
-podman run --rm --tls-verify=false --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+auth_env=()
+[ -n "${DOCKER_CONFIG:-}" ] && auth_env=("REGISTRY_AUTH_FILE=$DOCKER_CONFIG/config.json")
+env "${auth_env[@]}" podman run --rm --tls-verify=false --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
   --shm-size=1g -v "$PWD/$storage:/storage" "$pinned" \
   sh -c 'echo "TMPDIR=$TMPDIR HF_HOME=$HF_HOME"; jq --version; python -c "import demo_util, sys; print(\"python\", sys.version.split()[0], \"demo_util ok\")"'
 

@@ -381,6 +381,7 @@ func indexPreflight(ctx context.Context, l *lock.Lock, o *options) error {
 	for _, w := range l.Pip {
 		add(w.URL)
 	}
+	add(l.Resolver.URL)
 	for _, d := range l.Apt {
 		add(d.URL)
 	}

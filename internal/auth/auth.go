@@ -52,7 +52,6 @@ type Config struct {
 type Access struct {
 	cfg       Config
 	pool      *x509.CertPool // nil: the system store alone
-	caPEM     []byte         // the CA files, concatenated
 	index     map[string]Credential
 	transport *http.Transport
 }
@@ -84,7 +83,6 @@ func New(cfg Config) (*Access, error) {
 			if !pool.AppendCertsFromPEM(b) {
 				return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", f)
 			}
-			a.caPEM = append(append(a.caPEM, b...), '\n')
 		}
 		a.pool = pool
 	}
@@ -139,12 +137,6 @@ func (a *Access) HTTPClient() *http.Client {
 func (a *Access) RemoteOptions() []remote.Option {
 	return []remote.Option{remote.WithAuthFromKeychain(a.Keychain()), remote.WithTransport(a.transport)}
 }
-
-// CAFiles are the configured CA files.
-func (a *Access) CAFiles() []string { return slices.Clone(a.cfg.CAFiles) }
-
-// CAPEM is the configured CA files' content (nil without --ca-file).
-func (a *Access) CAPEM() []byte { return slices.Clone(a.caPEM) }
 
 // Insecure reports whether reg (host or host:port) may be reached over
 // plain HTTP: a loopback registry, or one in Config.Insecure.

@@ -320,7 +320,4 @@ func TestHTTPAuthSecretAndSession(t *testing.T) {
 	if got := len(a.Session([]string{"reg.example"}, a.HTTPAuthSecrets([]string{"https://idx.example/x.whl"}))); got != 2 {
 		t.Errorf("Session(secrets) has %d attachables, want the auth provider and the secrets", got)
 	}
-	if a.CABundle() != nil {
-		t.Error("CABundle() without CA files is not nil")
-	}
 }

@@ -3,7 +3,6 @@ package auth
 import (
 	"io"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 
@@ -76,37 +75,4 @@ func (a *Access) HTTPAuthSecrets(urls []string) map[string][]byte {
 		}
 	}
 	return out
-}
-
-// systemBundles are where Linux distributions keep the system trust store
-// as one PEM file (Go's own list).
-var systemBundles = []string{
-	"/etc/ssl/certs/ca-certificates.crt",
-	"/etc/pki/tls/certs/ca-bundle.crt",
-	"/etc/ssl/ca-bundle.pem",
-	"/etc/pki/tls/cacert.pem",
-	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-	"/etc/ssl/cert.pem",
-}
-
-// CABundle is a PEM bundle for tools inside a BuildKit step that do not
-// read the system store (pip reads its own certifi bundle): this machine's
-// system bundle ($SSL_CERT_FILE, else the distribution's file) followed by
-// the CA files. It is nil without CA files: the tools keep their own trust.
-func (a *Access) CABundle() []byte {
-	if len(a.caPEM) == 0 {
-		return nil
-	}
-	files := systemBundles
-	if f := os.Getenv("SSL_CERT_FILE"); f != "" {
-		files = append([]string{f}, files...)
-	}
-	var out []byte
-	for _, f := range files {
-		if b, err := os.ReadFile(f); err == nil {
-			out = append(append(out, b...), '\n')
-			break
-		}
-	}
-	return append(out, a.caPEM...)
 }

@@ -87,9 +87,10 @@ func WithRemoteOptions(opts ...remote.Option) Option {
 
 // WithAccess sets the credentials and TLS trust of the lock: the base's
 // registry (ggcr, and buildkitd through the session's auth provider), and
-// the indexes (pip gets the index credentials as a netrc secret mounted at
-// /root/.netrc, and the CA bundle as PIP_CERT; the size requests send them
-// as basic auth). Credentials in an index URL's userinfo are moved into it.
+// the indexes (the routing proxy and the size requests ask them with the
+// index credentials as basic auth and with the access's TLS trust; the pip
+// step gets the credentials as a netrc secret mounted at /root/.netrc).
+// Credentials in an index URL's userinfo are moved into it.
 // None of them is written to the lock, a log, a layer or an error. The
 // default is auth.Default(): the Docker config, the system trust store and
 // no index credentials.

@@ -73,7 +73,7 @@ YAML
 fi
 
 # --- the private wheel index: the demo wheels behind basic auth over TLS.
-"$root/bin/wheelindex" generate "$priv/wheels" --core-bytes "${IMAGECTL_DEMO_CORE_BYTES:-67108864}"
+"$root/bin/wheelindex" generate "$priv/wheels" --core-bytes "${IMAGECTL_DEMO_CORE_BYTES:-67108864}" --copy '/usr/share/python-wheels/pip-*-py3-none-any.whl'
 if alive private-index; then
   pidx=$(cat "$cache/private-index.port")
   echo "up: private wheel index already running on 127.0.0.1:$pidx" >&2

@@ -135,11 +135,12 @@ func cutDigest(d string) (alg, hex string, ok bool) {
 // SPDX SBOM, SLSA provenance) with the key in opts: what `imagectl sign`
 // and `imagectl build --sign` do. The SBOM lists the packages the image
 // holds (sbom.Read reads its layers), so ref must be an image built from l.
-func SignAndAttest(ctx context.Context, ref name.Digest, l *lock.Lock, b Builder, opts ...Option) error {
+func SignAndAttest(ctx context.Context, ref name.Digest, l *lock.Lock, b Builder, opts ...Option) (err error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return err
 	}
+	defer func() { err = o.access.Classify(err) }()
 	lp, err := LockPredicate(l)
 	if err != nil {
 		return err

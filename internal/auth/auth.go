@@ -39,8 +39,10 @@ type Config struct {
 	// CAFiles are PEM files of CA certificates trusted in addition to the
 	// system trust store, for registries and indexes alike.
 	CAFiles []string
-	// Insecure are registries (host or host:port) that may be reached over
-	// plain HTTP. Loopback registries always may.
+	// Insecure are registries (host or host:port) reached over plain HTTP:
+	// every Go-side request to them is sent as http, and buildkitd pushes
+	// to them with the exporter's registry.insecure. Loopback registries
+	// may be plain HTTP regardless (ggcr tries https, then http).
 	Insecure []string
 	// NetrcFile holds index credentials (machine/login/password). Empty
 	// means none.
@@ -53,7 +55,8 @@ type Access struct {
 	cfg       Config
 	pool      *x509.CertPool // nil: the system store alone
 	index     map[string]Credential
-	transport *http.Transport
+	base      *http.Transport   // TLS: the system store plus the CA files
+	transport http.RoundTripper // base, with https turned to http for Insecure hosts
 }
 
 // Default is New(Config{}): the Docker config, the system trust store, no
@@ -95,8 +98,29 @@ func New(cfg Config) (*Access, error) {
 	}
 	t := remote.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = &tls.Config{RootCAs: a.pool, MinVersion: tls.VersionTLS12}
+	a.base = t
 	a.transport = t
+	if len(cfg.Insecure) > 0 {
+		a.transport = &plainHTTP{inner: t, hosts: cfg.Insecure}
+	}
 	return a, nil
+}
+
+// plainHTTP sends requests for the hosts marked insecure over plain HTTP
+// (ggcr, cosign and the index clients all say https for a registry that is
+// not on loopback).
+type plainHTTP struct {
+	inner http.RoundTripper
+	hosts []string
+}
+
+func (p *plainHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != "https" || !(slices.Contains(p.hosts, r.URL.Host) || slices.Contains(p.hosts, r.URL.Hostname())) {
+		return p.inner.RoundTrip(r)
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Scheme = "http"
+	return p.inner.RoundTrip(r2)
 }
 
 // DockerConfigDir is where the Docker config is read from: $DOCKER_CONFIG,
@@ -123,7 +147,7 @@ func (a *Access) Transport() http.RoundTripper { return a.transport }
 
 // TLSConfig is the TLS configuration of Transport (the system store plus
 // the CA files), for clients that take one, e.g. containerd's resolver.
-func (a *Access) TLSConfig() *tls.Config { return a.transport.TLSClientConfig.Clone() }
+func (a *Access) TLSConfig() *tls.Config { return a.base.TLSClientConfig.Clone() }
 
 // HTTPClient is a client over Transport, for index requests. It sets no
 // overall timeout (a wheel can be gigabytes): callers bound requests with

@@ -321,3 +321,26 @@ func TestHTTPAuthSecretAndSession(t *testing.T) {
 		t.Errorf("Session(secrets) has %d attachables, want the auth provider and the secrets", got)
 	}
 }
+
+// TestInsecureRegistry: a registry marked insecure is reached over plain
+// HTTP by every request of the access, also one that says https.
+func TestInsecureRegistry(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	defer s.Close()
+	host := strings.TrimPrefix(s.URL, "http://")
+	a, err := New(Config{Insecure: []string{host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := a.HTTPClient().Get("https://" + host + "/v2/")
+	if err != nil || resp.StatusCode != http.StatusTeapot {
+		t.Fatalf("GET https://%s/v2/ through an access that marks it insecure = %v, %v; want the plain-HTTP server's 418", host, resp, err)
+	}
+	resp.Body.Close()
+	if _, err := Default().HTTPClient().Get("https://" + host + "/v2/"); err == nil {
+		t.Error("an access without the mark reached the plain-HTTP server over https")
+	}
+	if !a.MarkedInsecure(host) || Default().MarkedInsecure(host) {
+		t.Error("MarkedInsecure does not follow Config.Insecure")
+	}
+}

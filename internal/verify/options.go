@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"imagectl/internal/auth"
 )
 
 // Option configures Run.
@@ -18,6 +20,7 @@ type options struct {
 	warmup      int
 	cacheParent string
 	now         func() time.Time
+	access      *auth.Access
 }
 
 func makeOptions(opts ...Option) (*options, error) {

@@ -40,6 +40,9 @@ func Run(ctx context.Context, l *lock.Lock, opts ...Option) (*Result, error) {
 		return nil, err
 	}
 	defer o.runtime.Close()
+	if err := o.checkPull(ctx); err != nil {
+		return nil, err
+	}
 	start := o.now()
 	res := &Result{LockDigest: l.Digest, Runtime: o.runtime.Name(), StartedAt: start.UTC()}
 	if o.image != nil {

@@ -145,7 +145,7 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 			return err
 		}
 		printRuntime(cmd.ErrOrStderr(), "verify", sel.Kind, sel.Reason)
-		opts = append(opts, verify.WithRuntime(sel.Runtime))
+		opts = append(opts, verify.WithRuntime(sel.Runtime), verify.WithRegistryAccess(accessOf(cmd)))
 	}
 	res, verr := verify.Run(cmd.Context(), l, opts...)
 	var notRun *verify.NotRunError

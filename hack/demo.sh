@@ -97,8 +97,8 @@ cat <<EOT
   keys (throwaway) $keys/{signer,verifier}/cosign.{key,pub}  password: \$IMAGECTL_SIGNING_PASSWORD=imagectl-demo
   pin it           $pinned
   check it with the stock cosign CLI (bin/cosign, v2.6.5):
-    bin/cosign verify --key $keys/signer/cosign.pub --insecure-ignore-tlog $pinned
-    bin/cosign verify-attestation --key $keys/verifier/cosign.pub --insecure-ignore-tlog \\
+    bin/cosign verify --key $keys/signer/cosign.pub --insecure-ignore-tlog ${IMAGECTL_CA_FILE:+--registry-cacert $IMAGECTL_CA_FILE }$pinned
+    bin/cosign verify-attestation --key $keys/verifier/cosign.pub --insecure-ignore-tlog ${IMAGECTL_CA_FILE:+--registry-cacert $IMAGECTL_CA_FILE }\\
       --type https://imagectl.dev/attestations/verification/v1 $pinned
   (services this run started are stopped now unless KEEP_UP=1; \`make up\` starts them again)
 EOT

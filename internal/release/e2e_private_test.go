@@ -25,6 +25,7 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
+	"imagectl/internal/mirror"
 	"imagectl/internal/promote"
 	"imagectl/internal/sign"
 	"imagectl/internal/spec"
@@ -51,8 +52,8 @@ func (s *syncBuffer) Bytes() []byte {
 	return bytes.Clone(s.b.Bytes())
 }
 
-// TestReleasePrivateEndToEnd runs the demo release (lock -> build -> sign
-// -> verify -> promote -> pin) against the registry behind htpasswd over
+// TestReleasePrivateEndToEnd mirrors the base and runs the demo release
+// (lock -> build -> sign -> verify -> promote -> pin) against the registry behind htpasswd over
 // TLS and the wheel index behind basic auth over TLS that `make up`
 // starts, with the credentials from a Docker config and a netrc and the CA
 // from --ca-file. Then, with the credentials removed, each stage fails with
@@ -88,9 +89,14 @@ func TestReleasePrivateEndToEnd(t *testing.T) {
 	}
 	indexHost := hostOf(t, pv.Index)
 
-	// The local base, copied into the private registry with the login.
-	base := pv.Registry + "/imagectl/debian-base:bookworm"
-	copyImage(ctx, t, env.Base, base, access)
+	// The local base, mirrored into the private registry with the login.
+	baseRepo, err := name.NewRepository(pv.Registry + "/imagectl/debian-base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mirror.Copy(ctx, env.Base, baseRepo, mirror.WithAccess(access)); err != nil {
+		t.Fatalf("mirror.Copy(%s, %s) = %v", env.Base, baseRepo, err)
+	}
 
 	imgs, err := spec.Load(ctx, []string{filepath.Join(env.Root, "specs", "demo.hcl")},
 		spec.WithVars(map[string]string{"registry": pv.Registry, "wheel_index": pv.Index}))
@@ -203,6 +209,15 @@ func TestReleasePrivateEndToEnd(t *testing.T) {
 			t.Errorf("%s: error %q does not name %s and the credentials tried", stage, err, host)
 		}
 	}
+	t.Run("mirror without the Docker config", func(t *testing.T) {
+		t.Setenv("DOCKER_CONFIG", noDocker)
+		repo, err := name.NewRepository(pv.Registry + "/" + run + "/mirror/debian-base")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = mirror.Copy(ctx, env.Base, repo, mirror.WithAccess(access))
+		denied(t, "mirror", err, pv.Registry)
+	})
 	t.Run("lock without the netrc", func(t *testing.T) {
 		_, err := stages(t.TempDir(), noNetrc).Lock(ctx, imgs[0])
 		denied(t, "lock", err, indexHost)
@@ -346,26 +361,6 @@ func hostOf(t *testing.T, raw string) string {
 		t.Fatal(err)
 	}
 	return u.Host
-}
-
-func copyImage(ctx context.Context, t *testing.T, src, dst string, a *auth.Access) {
-	t.Helper()
-	s, err := name.ParseReference(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := name.ParseReference(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := append(a.RemoteOptions(), remote.WithContext(ctx))
-	img, err := remote.Image(s, opts...)
-	if err != nil {
-		t.Fatalf("reading %s: %v", src, err)
-	}
-	if err := remote.Write(d, img, opts...); err != nil {
-		t.Fatalf("copying %s to %s: %v", src, dst, err)
-	}
 }
 
 // imageContents returns the raw manifest, the config and every layer's

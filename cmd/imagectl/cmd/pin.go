@@ -30,9 +30,14 @@ otherwise, naming the gate).
 
 NAME is an image name (its release repository is read from
 images/NAME/releases.json) or a full repository (registry/path:TAG).
---output json adds the attested lock's summary.`,
+--output json adds the attested lock's summary.
+
+The registry login is the Docker config's (docker login, credential helpers);
+a private CA is added with --ca-file. A registry that refuses the login is exit
+77, naming it and the Docker config entry tried.`,
 		Example: `  imagectl pin pytorch-2.6-cu124:2.6-cu124
-  imagectl pin registry.example/ml/pytorch:2.6-cu124-2026.12 --key cosign.pub --verifier-key verifier.pub -o json`,
+  imagectl pin registry.example/ml/pytorch:2.6-cu124-2026.12 --key cosign.pub --verifier-key verifier.pub -o json
+  DOCKER_CONFIG=~/.docker-platform imagectl pin registry.example/ml/pytorch:2.6-cu124 --ca-file platform-ca.pem`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.json()

@@ -56,7 +56,10 @@ An image stops at its first failing stage, named in the table; the others go on.
 A re-run skips what is done: BuildKit's cache makes the build a no-op, and a
 digest already signed or verified is not signed or verified again.
 
-The key passwords come from $IMAGECTL_SIGNING_PASSWORD (or $COSIGN_PASSWORD).`,
+The key passwords come from $IMAGECTL_SIGNING_PASSWORD (or $COSIGN_PASSWORD).
+Every stage logs in to the registries with the Docker config and to the wheel
+indexes with --netrc, trusting the system store plus --ca-file; a refused login
+stops the image with exit 77, naming the host and the credential source.`,
 		Example: `  # the monthly release of every image in specs/pytorch.hcl, two at a time
   imagectl release specs/pytorch.hcl --jobs 2 --key signing.key --verifier-key verifier.key \
     --verify-runtime in-place --metrics-file /var/lib/node_exporter/imagectl.prom

@@ -44,7 +44,7 @@ wait_for() {
 
 # hack/up.sh status: exit 0 when every service up.sh starts is running.
 if [ "${1:-}" = status ]; then
-  for n in buildkitd registry wheelindex upstream-registry private-registry private-index; do
+  for n in buildkitd registry wheelindex upstream-registry private-registry private-index torchindex pypiindex; do
     alive "$n" || { echo "up: $n is not running" >&2; exit 1; }
   done
   [ -f "$cache/env" ] || { echo "up: no .cache/env" >&2; exit 1; }

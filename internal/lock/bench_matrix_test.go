@@ -23,7 +23,8 @@ import (
 // files, no range requests, index.html for directories) and counts what it
 // sent, per file.
 type servedCounter struct {
-	dir   string
+	dir    string
+	ranges bool // answer range requests (as nginx, S3 and GCS do)
 	mu    sync.Mutex
 	bytes map[string]int64
 	gets  map[string]int
@@ -45,17 +46,34 @@ func (s *servedCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
 	var n int64
-	if r.Method != http.MethodHead {
-		n, _ = f.WriteTo(w)
+	if s.ranges {
+		cw := &countingResponse{ResponseWriter: w}
+		http.ServeContent(cw, r, filepath.Base(p), time.Time{}, f)
+		n = cw.n
+	} else {
+		w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+		if r.Method != http.MethodHead {
+			n, _ = f.WriteTo(w)
+		}
 	}
 	s.mu.Lock()
 	s.bytes[filepath.Base(p)] += n
-	if r.Method != http.MethodHead {
-		s.gets[filepath.Base(p)]++
+	if r.Method != http.MethodHead && (!s.ranges || r.Header.Get("Range") == "") {
+		s.gets[filepath.Base(p)]++ // whole-file fetches; range reads count in bytes only
 	}
 	s.mu.Unlock()
+}
+
+type countingResponse struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingResponse) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *servedCounter) reset() (map[string]int64, map[string]int) {
@@ -77,8 +95,15 @@ func (s *servedCounter) reset() (map[string]int64, map[string]int) {
 // apt step): two images per torch variant, sharing their big wheel, as the
 // real matrix's py3.10/py3.11 images share the nvidia-* wheels. Reports
 // lock/bare (target <= 1.2) and how often each big wheel left the server
-// per run (target: at most once per lock run).
+// per run (target: at most once per lock run). The sub-benchmarks serve the
+// torch index without range requests (python3 -m http.server) and with them
+// (nginx, S3, GCS).
 func BenchmarkLockMatrix(b *testing.B) {
+	b.Run("plain-static", func(b *testing.B) { benchLockMatrix(b, false) })
+	b.Run("with-ranges", func(b *testing.B) { benchLockMatrix(b, true) })
+}
+
+func benchLockMatrix(b *testing.B, ranges bool) {
 	env := testenv.Get(b)
 	if env.UpstreamRegistry == "" {
 		b.Skip("no upstream registry fixture (make up)")
@@ -101,7 +126,7 @@ func BenchmarkLockMatrix(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("stand-ins with %d-byte torch wheels ready in %s (%s)", big, time.Since(start).Round(time.Millisecond), dir)
-	torchSrv := &servedCounter{dir: filepath.Join(dir, "torch"), bytes: map[string]int64{}, gets: map[string]int{}}
+	torchSrv := &servedCounter{dir: filepath.Join(dir, "torch"), ranges: ranges, bytes: map[string]int64{}, gets: map[string]int{}}
 	ts := httptest.NewServer(torchSrv)
 	defer ts.Close()
 	ps := httptest.NewServer(wheelhouse.Handler(filepath.Join(dir, "pypi")))

@@ -25,9 +25,9 @@ import (
 type servedCounter struct {
 	dir    string
 	ranges bool // answer range requests (as nginx, S3 and GCS do)
-	mu    sync.Mutex
-	bytes map[string]int64
-	gets  map[string]int
+	mu     sync.Mutex
+	bytes  map[string]int64
+	gets   map[string]int
 }
 
 func (s *servedCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -362,11 +362,30 @@ func launchMasked() {
 	for _, s := range launcherBlocked {
 		set.Val[0] |= 1 << (s - 1)
 	}
-	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
+	// SIG_SETMASK, not SIG_BLOCK: the launcher hands on exactly its own
+	// mask, whatever it inherited.
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &set, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "launcher:", err)
 		os.Exit(98)
 	}
 	type sigaction struct{ handler, flags, restorer, mask uint64 }
+	// Signals the launcher itself inherited as ignored (make, for one,
+	// starts its children with signal 32 ignored) go back to the default,
+	// so that the ignored set handed on is exactly launcherIgnored.
+	for s := 1; s <= 64; s++ {
+		if s == int(syscall.SIGKILL) || s == int(syscall.SIGSTOP) {
+			continue
+		}
+		var old sigaction
+		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(s), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 || old.handler != 1 {
+			continue
+		}
+		dfl := sigaction{}
+		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(s), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0); e != 0 {
+			fmt.Fprintln(os.Stderr, "launcher:", e)
+			os.Exit(98)
+		}
+	}
 	for _, s := range launcherIgnored {
 		ign := sigaction{handler: 1}
 		if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(s), uintptr(unsafe.Pointer(&ign)), 0, 8, 0, 0); e != 0 {

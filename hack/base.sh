@@ -5,6 +5,10 @@
 # $IMAGECTL_REGISTRY/imagectl/debian-base:bookworm.
 #
 #   hack/base.sh            build (cached under .cache/base) and push
+#   hack/base.sh arm64      the same for linux/arm64 (debootstrap --foreign, the
+#                           second stage under QEMU: hack/binfmt.sh; cached under
+#                           .cache/base-arm64), pushed as debian-base:bookworm-arm64,
+#                           and the two as one index, debian-base:bookworm-multi
 #   hack/base.sh mirror     print the Debian mirror from the machine's apt sources
 #   hack/base.sh layer DIR PACKAGES
 #                           only build (cached) DIR/layer.tar.gz: debootstrap
@@ -19,6 +23,9 @@ root=$PWD
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 
 suite=bookworm
+# The rootfs architecture (Debian's name); BASE_ARCH or the argument "arm64".
+arch=${BASE_ARCH:-amd64}
+if [ "${1:-}" = arm64 ]; then arch=arm64; shift; fi
 packages=python3,python3-venv,python3-pip,ca-certificates
 # Fixed: the base's timestamps never depend on when it was built.
 export SOURCE_DATE_EPOCH=${BASE_SOURCE_DATE_EPOCH:-1704067200}
@@ -84,6 +91,7 @@ build_layer() {
   mkdir -p "$cache"
   # recipe: bump when the steps below change, so cached layers are remade.
   inputs="recipe=2 suite=$suite packages=$packages mirror=$m security=${security:-none} epoch=$SOURCE_DATE_EPOCH"
+  [ "$arch" = amd64 ] || inputs="$inputs arch=$arch"
   if [ -f "$cache/layer.tar.gz" ] && [ "$(cat "$cache/inputs" 2>/dev/null)" = "$inputs" ]; then
     return 0
   fi
@@ -92,7 +100,15 @@ build_layer() {
   start=$(date +%s)
   rootfs=$cache/rootfs
   rm -rf "$rootfs"
-  debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$m" > "$cache/debootstrap.log" 2>&1 || {
+  if [ "$arch" = amd64 ]; then
+    debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$m" > "$cache/debootstrap.log" 2>&1
+  else
+    # Foreign: unpack here, then run the second stage inside the rootfs, its
+    # $arch binaries under QEMU user emulation (the F-flag binfmt handler).
+    hack/binfmt.sh status || { echo "base: no binfmt handler for $arch: run hack/binfmt.sh (make up does)" >&2; return 1; }
+    { debootstrap --variant=minbase --arch="$arch" --foreign --include="$packages" "$suite" "$rootfs" "$m" &&
+      chroot "$rootfs" /debootstrap/debootstrap --second-stage; } > "$cache/debootstrap.log" 2>&1
+  fi || {
     tail -n 30 "$cache/debootstrap.log" >&2
     echo "base: debootstrap failed; log in $cache/debootstrap.log" >&2
     return 1
@@ -121,15 +137,26 @@ fi
 : "${IMAGECTL_REGISTRY:?base: IMAGECTL_REGISTRY is not set (run through make up)}"
 ref="$IMAGECTL_REGISTRY/imagectl/debian-base:$suite"
 cache=$root/.cache/base
+if [ "$arch" != amd64 ]; then
+  amd64_ref=$(cat "$cache/ref" 2>/dev/null) || { echo "base: push the amd64 base first (hack/base.sh)" >&2; exit 1; }
+  ref="$ref-$arch"
+  cache=$root/.cache/base-$arch
+fi
 build_layer "$cache" "$packages"
 
 # Skip the push when the registry already holds what the last run pushed.
 if [ -f "$cache/digest" ] && [ "$cache/digest" -nt "$cache/layer.tar.gz" ] && [ -x bin/crane ] &&
    [ "$(bin/crane digest "$ref" 2>/dev/null)" = "$(cat "$cache/digest")" ]; then
   echo "base: $ref@$(cat "$cache/digest") is up to date" >&2
-  exit 0
+else
+  digest=$("$mkbase" image "$cache/layer.tar.gz" --arch "$arch" --push "$ref")
+  echo "$digest" > "$cache/digest.tmp" && mv "$cache/digest.tmp" "$cache/digest"
+  echo "$ref@$digest" > "$cache/ref.tmp" && mv "$cache/ref.tmp" "$cache/ref"
+  echo "base: pushed $ref@$digest" >&2
 fi
-digest=$("$mkbase" image "$cache/layer.tar.gz" --push "$ref")
-echo "$digest" > "$cache/digest.tmp" && mv "$cache/digest.tmp" "$cache/digest"
-echo "$ref@$digest" > "$cache/ref.tmp" && mv "$cache/ref.tmp" "$cache/ref"
-echo "base: pushed $ref@$digest" >&2
+if [ "$arch" != amd64 ]; then
+  # One tag for both platforms, shaped like a multi-platform upstream base.
+  multi="$IMAGECTL_REGISTRY/imagectl/debian-base:$suite-multi"
+  idx=$("$mkbase" index --push "$multi" "$amd64_ref" "$(cat "$cache/ref")")
+  echo "base: pushed $multi@$idx (linux/amd64 + linux/$arch)" >&2
+fi

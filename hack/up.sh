@@ -138,6 +138,7 @@ wheel_index=http://127.0.0.1:$(cat "$cache/wheelindex.port")/simple/
 # --- the local Debian base, pushed to the registry.
 IMAGECTL_REGISTRY=$registry hack/base.sh
 base=$registry/imagectl/debian-base:bookworm
+hack/binfmt.sh && IMAGECTL_REGISTRY=$registry hack/base.sh arm64 # linux/arm64 under QEMU; debian-base:bookworm-multi
 mirror=$(hack/base.sh mirror)
 
 # --- the upstream registry with the nvidia/cuda-shaped, python-less bases.
@@ -150,6 +151,7 @@ tmp=$cache/env.tmp
   printf 'export IMAGECTL_REGISTRY=%q\n' "$registry"
   printf 'export IMAGECTL_WHEEL_INDEX=%q\n' "$wheel_index"
   printf 'export IMAGECTL_BASE=%q\n' "$base"
+  printf 'export IMAGECTL_BASE_MULTI=%q\n' "$base-multi"
   printf 'export IMAGECTL_DEBIAN_MIRROR=%q\n' "$mirror"
   printf 'export IMAGECTL_VAR_registry=%q\n' "$registry"
   printf 'export IMAGECTL_VAR_wheel_index=%q\n' "$wheel_index"

@@ -3,8 +3,9 @@
 // SOURCE_DATE_EPOCH, numeric owners only, no device nodes.
 //
 //	mkbase tar ROOTFS OUT.tar.gz               write the gzipped layer tar
-//	mkbase image LAYER.tar [--push REF] [--layout DIR] [--config FILE] [--index] [--created-by TEXT]
+//	mkbase image LAYER.tar [--push REF] [--layout DIR] [--config FILE] [--index] [--created-by TEXT] [--arch ARCH]
 //	                                           wrap it and push/write it
+//	mkbase index --push REF IMAGE@DIGEST...    push an OCI index of pushed images
 //
 // --config names a JSON file holding the image config's "config" object
 // (OCI image-spec: Env, Labels, Cmd, ...) that replaces the default one;
@@ -69,6 +70,7 @@ func run(args []string) error {
 		fs.StringVar(&o.config, "config", "", "JSON file with the image config's config object (Env, Labels, Cmd, ...)")
 		fs.BoolVar(&o.index, "index", false, "push an OCI image index with the image as its linux/amd64 manifest")
 		fs.StringVar(&o.createdBy, "created-by", "", "the layer's history entry")
+		fs.StringVar(&o.arch, "arch", "amd64", "the image's architecture (linux/ARCH), in its config and index entry")
 		if len(args) < 2 {
 			return errors.New("usage: mkbase image LAYER.tar [--push REF] [--layout DIR] [--config FILE] [--index] [--created-by TEXT]")
 		}
@@ -76,6 +78,16 @@ func run(args []string) error {
 			return err
 		}
 		return image(args[1], o, sde)
+	case "index":
+		fs := flag.NewFlagSet("index", flag.ContinueOnError)
+		push := fs.String("push", "", "push the index to this reference")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if *push == "" || fs.NArg() == 0 {
+			return errors.New("usage: mkbase index --push REF IMAGE@DIGEST...")
+		}
+		return index(*push, fs.Args())
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
@@ -235,6 +247,7 @@ func writeTar(root, out string, sde time.Time) error {
 // imageOpts are mkbase image's flags.
 type imageOpts struct {
 	push, layout, config, createdBy string
+	arch                            string
 	index                           bool
 }
 
@@ -300,7 +313,7 @@ func image(layerTar string, o imageOpts, sde time.Time) error {
 		return err
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
+	cf.Architecture, cf.OS = o.arch, "linux"
 	cf.Created = v1.Time{Time: sde}
 	cf.Config = config
 	img, err = mutate.ConfigFile(img, cf)
@@ -320,7 +333,7 @@ func image(layerTar string, o imageOpts, sde time.Time) error {
 	if o.index {
 		idx = mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{
 			Add:        img,
-			Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}},
+			Descriptor: v1.Descriptor{MediaType: types.OCIManifestSchema1, Platform: &v1.Platform{OS: "linux", Architecture: o.arch}},
 		})
 		artifact = idx
 	}
@@ -361,6 +374,47 @@ func image(layerTar string, o imageOpts, sde time.Time) error {
 		if err != nil {
 			return fmt.Errorf("pushing %s: %w", ref, err)
 		}
+	}
+	fmt.Println(dig.String())
+	return nil
+}
+
+// index pushes an OCI image index of the pushed images refs (by digest), each
+// entry's platform taken from its image config, and prints its digest.
+func index(push string, refs []string) error {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, r := range refs {
+		ref, err := name.ParseReference(r)
+		if err != nil {
+			return fmt.Errorf("image %q: %w", r, err)
+		}
+		img, err := remote.Image(ref)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", ref, err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return fmt.Errorf("reading %s config: %w", ref, err)
+		}
+		mt, err := img.MediaType()
+		if err != nil {
+			return err
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{MediaType: mt, Platform: &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}},
+		})
+	}
+	ref, err := name.ParseReference(push)
+	if err != nil {
+		return fmt.Errorf("--push %q: %w", push, err)
+	}
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		return fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	dig, err := idx.Digest()
+	if err != nil {
+		return err
 	}
 	fmt.Println(dig.String())
 	return nil

@@ -13,11 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"imagectl/internal/mirror"
-	"imagectl/internal/spec"
 )
 
-// platform is the only platform imagectl locks.
-var platform = v1.Platform{OS: "linux", Architecture: "amd64"}
 
 // NotMirroredError reports a base that the spec's mirror does not hold.
 type NotMirroredError struct {
@@ -32,11 +29,11 @@ func (e *NotMirroredError) Error() string {
 
 func (e *NotMirroredError) Unwrap() error { return e.Err }
 
-// resolveBase resolves ref to its index digest and linux/amd64 manifest
-// digest, and returns the manifest's creation time (0 when unset). With a
+// resolveBase resolves ref to its index digest and the digest of its
+// manifest for platform, and returns the manifest's creation time (0 when unset). With a
 // mirror (repos.mirror) it resolves ref's copy there instead, and never
 // asks ref's own registry: the mirror is where builds pull from.
-func resolveBase(ctx context.Context, ref, mirrorPrefix string, ropts []remote.Option) (Base, int64, error) {
+func resolveBase(ctx context.Context, ref, mirrorPrefix string, platform v1.Platform, ropts []remote.Option) (Base, int64, error) {
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return Base{}, 0, fmt.Errorf("base %q: %w", ref, err)
@@ -124,25 +121,4 @@ func (b Base) Pull() string {
 		d = b.IndexDigest
 	}
 	return repo + "@" + d
-}
-
-// UnsupportedPlatformError reports a spec platform this lock stage cannot
-// resolve yet: it locks linux/amd64 only, and says so rather than writing
-// an amd64 lock for a spec that asks for more.
-type UnsupportedPlatformError struct {
-	Image, Platform string
-}
-
-func (e *UnsupportedPlatformError) Error() string {
-	return fmt.Sprintf("image %s: platform %s: this imagectl locks %s only (docs/build.md, \"Platforms\")", e.Image, e.Platform, platform)
-}
-
-// checkPlatforms refuses a spec whose platforms this lock cannot resolve.
-func checkPlatforms(img spec.Image) error {
-	for _, p := range img.Platforms {
-		if p != platform.String() {
-			return &UnsupportedPlatformError{Image: img.Name, Platform: p}
-		}
-	}
-	return nil
 }

@@ -59,7 +59,7 @@ func TestResolveBaseMirror(t *testing.T) {
 	}
 	// The upstream is a registry that does not answer at all.
 	upstream := "127.0.0.1:1/nvidia/cuda:12.1.1-runtime-ubuntu22.04"
-	b, _, err := resolveBase(ctx, upstream, m, nil)
+	b, _, err := resolveBase(ctx, upstream, m, v1.Platform{OS: "linux", Architecture: "amd64"}, nil)
 	if err != nil {
 		t.Fatalf("resolveBase(%s, mirror %s): %v", upstream, m, err)
 	}
@@ -70,7 +70,7 @@ func TestResolveBaseMirror(t *testing.T) {
 		t.Errorf("resolveBase = %+v, want %+v", b, want)
 	}
 
-	_, _, err = resolveBase(ctx, "127.0.0.1:1/nvidia/cuda:11.8.0-runtime-ubuntu22.04", m, nil)
+	_, _, err = resolveBase(ctx, "127.0.0.1:1/nvidia/cuda:11.8.0-runtime-ubuntu22.04", m, v1.Platform{OS: "linux", Architecture: "amd64"}, nil)
 	var nm *NotMirroredError
 	if !errors.As(err, &nm) || !strings.Contains(err.Error(), m+"/nvidia/cuda:11.8.0-runtime-ubuntu22.04") {
 		t.Errorf("resolveBase of an unmirrored base = %v, want a NotMirroredError naming the mirror's reference", err)

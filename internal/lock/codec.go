@@ -41,13 +41,20 @@ func (e *FormatError) Unwrap() error { return e.Err }
 
 // Normalize sorts every list so that Marshal is byte-stable.
 func (l *Lock) Normalize() {
-	sort.Slice(l.Apt, func(i, j int) bool {
-		if l.Apt[i].Name != l.Apt[j].Name {
-			return l.Apt[i].Name < l.Apt[j].Name
+	sortDebs(l.Apt)
+	sortWheels(l.Pip)
+	sort.Slice(l.Platforms, func(i, j int) bool { return l.Platforms[i].Platform < l.Platforms[j].Platform })
+	for i := range l.Platforms {
+		r := &l.Platforms[i]
+		sortDebs(r.Apt)
+		sortWheels(r.Pip)
+		if r.Apt == nil {
+			r.Apt = []Deb{}
 		}
-		return l.Apt[i].Arch < l.Apt[j].Arch
-	})
-	sort.Slice(l.Pip, func(i, j int) bool { return l.Pip[i].Name < l.Pip[j].Name })
+		if r.Pip == nil {
+			r.Pip = []Wheel{}
+		}
+	}
 	sort.Strings(l.Frozen)
 	sort.Strings(l.Core.Archs)
 	sort.Strings(l.Policy.ForbiddenPackages)
@@ -58,6 +65,17 @@ func (l *Lock) Normalize() {
 		l.Pip = []Wheel{}
 	}
 }
+
+func sortDebs(ds []Deb) {
+	sort.Slice(ds, func(i, j int) bool {
+		if ds[i].Name != ds[j].Name {
+			return ds[i].Name < ds[j].Name
+		}
+		return ds[i].Arch < ds[j].Arch
+	})
+}
+
+func sortWheels(ws []Wheel) { sort.Slice(ws, func(i, j int) bool { return ws[i].Name < ws[j].Name }) }
 
 // ContentDigest returns "sha256:<hex>" of the canonical encoding of l with
 // its Digest field empty.

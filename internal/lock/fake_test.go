@@ -79,7 +79,11 @@ func (f *fakeRunner) Run(_ context.Context, j Job) (map[string][]byte, error) {
 		if rc == "" {
 			rc = "0"
 		}
-		out := map[string][]byte{"apt.txt": []byte(f.apt), "apt.rc": []byte(rc + "\n"), "apt.log": []byte("E: Unable to locate package nosuch\n")}
+		apt := f.apt
+		if j.Platform == "linux/arm64" { // the same closure, built for arm64
+			apt = strings.ReplaceAll(apt, "_amd64.deb", "_arm64.deb")
+		}
+		out := map[string][]byte{"apt.txt": []byte(apt), "apt.rc": []byte(rc + "\n"), "apt.log": []byte("E: Unable to locate package nosuch\n")}
 		switch {
 		case f.noPy:
 			out["python.path"], out["python.offers"] = []byte("\n"), []byte("python3.99\n")

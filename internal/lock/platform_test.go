@@ -1,9 +1,18 @@
 package lock
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/spec"
 )
@@ -26,12 +35,151 @@ func TestInputsDigestPlatforms(t *testing.T) {
 	}
 }
 
-// Resolve refuses a platform it cannot lock instead of writing an amd64 lock.
-func TestResolveRefusesUnsupportedPlatform(t *testing.T) {
-	img := spec.Image{Name: "demo", Base: "registry.example/b:1", Python: "3.11", Platforms: []string{"linux/amd64", "linux/arm64"}}
-	_, err := Resolve(context.Background(), img, WithBuildkit("tcp://127.0.0.1:1")) // refused before any solve
-	var pe *UnsupportedPlatformError
-	if !errors.As(err, &pe) || pe.Platform != "linux/arm64" || pe.Image != "demo" {
-		t.Fatalf("Resolve(platforms amd64+arm64) = %v, want an *UnsupportedPlatformError for linux/arm64", err)
+// pushMultiBase pushes an index of one random image per platform to the
+// fixture's base tag and returns each platform's manifest digest.
+func (f *fixture) pushMultiBase(t *testing.T, archs ...string) map[string]string {
+	t.Helper()
+	idx := mutate.IndexMediaType(empty.Index, "application/vnd.oci.image.index.v1+json")
+	digests := map[string]string{}
+	for _, a := range archs {
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, _ := img.ConfigFile()
+		cf = cf.DeepCopy()
+		cf.OS, cf.Architecture = "linux", a
+		img, _ = mutate.ConfigFile(img, cf)
+		d, _ := img.Digest()
+		digests["linux/"+a] = d.String()
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: a}}})
+	}
+	ref, _ := name.ParseReference(f.base)
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	return digests
+}
+
+// A two-platform image resolves each platform inside that platform's base
+// (its manifest in the base index), as that platform, into one lock whose
+// first platform sits where a single-platform lock has it.
+func TestResolvePlatforms(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	digests := f.pushMultiBase(t, "amd64", "arm64")
+	img := f.demo()
+	img.Platforms = []string{"linux/amd64", "linux/arm64"}
+	l, err := Resolve(ctx, img, f.opts()...)
+	if err != nil {
+		t.Fatalf("Resolve(demo, amd64+arm64) = %v", err)
+	}
+	if d := cmp.Diff([]string{"linux/amd64", "linux/arm64"}, l.PlatformNames()); d != "" {
+		t.Fatalf("PlatformNames (-want +got):\n%s", d)
+	}
+	if l.Base.ManifestDigest != digests["linux/amd64"] || len(l.Platforms) != 1 || l.Platforms[0].Base.ManifestDigest != digests["linux/arm64"] || l.Platforms[0].Base.Platform != "linux/arm64" {
+		t.Errorf("bases: amd64 %s, platforms %+v; want the index's manifests %v", l.Base.ManifestDigest, l.Platforms, digests)
+	}
+	if l.Platforms[0].Base.IndexDigest != l.Base.IndexDigest {
+		t.Errorf("index digests differ: %s, %s", l.Base.IndexDigest, l.Platforms[0].Base.IndexDigest)
+	}
+	for _, d := range l.Platforms[0].Apt {
+		if d.Arch != "arm64" || !strings.HasSuffix(d.URL, "_arm64.deb") {
+			t.Errorf("arm64 resolution has deb %+v, want the arm64 build", d)
+		}
+	}
+	for _, d := range l.Apt {
+		if d.Arch != "amd64" {
+			t.Errorf("amd64 resolution has deb %+v", d)
+		}
+	}
+	// Every job ran as its platform, on that platform's base by digest.
+	repo := strings.Split(f.base, ":bookworm")[0]
+	seen := map[string]int{}
+	for _, j := range f.runner.jobs {
+		seen[j.Platform]++
+		if want := repo + "@" + digests[j.Platform]; j.Image != want {
+			t.Errorf("job %q as %s ran on %s, want %s", j.Name, j.Platform, j.Image, want)
+		}
+	}
+	if seen["linux/amd64"] == 0 || seen["linux/arm64"] == 0 || len(seen) != 2 {
+		t.Errorf("jobs per platform = %v, want both platforms", seen)
+	}
+
+	b, err := Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse("lock.json", b)
+	if err != nil {
+		t.Fatalf("Parse(Marshal(two-platform lock)) = %v", err)
+	}
+	if d := cmp.Diff(l, back); d != "" {
+		t.Errorf("Parse(Marshal) mismatch (-want +got):\n%s", d)
+	}
+	f.runner.jobs = nil
+	l2, err := Resolve(ctx, img, f.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2, _ := Marshal(l2); !bytes.Equal(b, b2) {
+		t.Errorf("re-locking two platforms is not byte-identical:\n%s", cmp.Diff(string(b), string(b2)))
+	}
+
+	arm, err := l.ForPlatform("linux/arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arm.Base.Platform != "linux/arm64" || arm.Platforms != nil || arm.Apt[0].Arch != "arm64" || arm.Digest != l.Digest {
+		t.Errorf("ForPlatform(linux/arm64) = base %+v, %d platforms, apt %+v, digest %s", arm.Base, len(arm.Platforms), arm.Apt, arm.Digest)
+	}
+	if _, err := l.ForPlatform("linux/s390x"); err == nil || !strings.Contains(err.Error(), "linux/amd64, linux/arm64") {
+		t.Errorf("ForPlatform(linux/s390x) = %v, want an error naming the lock's platforms", err)
+	}
+
+	// --check: the lock is current; one platform fewer in the spec makes it stale.
+	if err := Check(ctx, img, l, WithCatalog(fakeCatalog{})); err != nil {
+		t.Errorf("Check(two-platform lock) = %v", err)
+	}
+	one := img
+	one.Platforms = []string{"linux/amd64"}
+	if err := Check(ctx, one, l, WithCatalog(fakeCatalog{})); err == nil {
+		t.Errorf("Check(spec amd64 only, lock amd64+arm64) = nil, want stale")
+	}
+
+	// --upgrade re-resolves each platform in its own base, holding its own
+	// frozen wheels and, with no apt package named, its own debs.
+	f.runner.jobs = nil
+	up, err := Upgrade(ctx, img, l, f.opts(WithPackages("demo-util"))...)
+	if err != nil {
+		t.Fatalf("Upgrade(two platforms) = %v", err)
+	}
+	if d := cmp.Diff(l.Platforms[0].Apt, up.Platforms[0].Apt); d != "" || up.Platforms[0].Base != l.Platforms[0].Base {
+		t.Errorf("upgrade moved the arm64 base or debs (-old +new):\n%s", d)
+	}
+	if _, ok := f.runner.job("apt resolve"); ok {
+		t.Errorf("upgrade of a wheel ran the apt step")
+	}
+	armPip := 0
+	for _, j := range f.runner.jobs {
+		if j.Name == "pip resolve" && j.Platform == "linux/arm64" {
+			armPip++
+			if !strings.Contains(string(j.Files["constraints.txt"]), "demo-core==1.0.0") {
+				t.Errorf("arm64 upgrade constraints = %q, want the frozen demo-core held", j.Files["constraints.txt"])
+			}
+		}
+	}
+	if armPip != 1 {
+		t.Errorf("upgrade ran %d arm64 pip steps, want 1", armPip)
+	}
+	// A platform the lock does not have cannot be added by --upgrade.
+	three := img
+	three.Platforms = []string{"linux/arm64"}
+	l1, err := Resolve(ctx, three, f.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Upgrade(ctx, img, l1, f.opts()...); err == nil || !strings.Contains(err.Error(), "adds platform linux/amd64") {
+		t.Errorf("Upgrade(spec amd64+arm64, lock arm64) = %v, want an error that the spec adds linux/amd64", err)
 	}
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"imagectl/internal/auth"
 	"imagectl/internal/logs"
@@ -28,7 +31,7 @@ func Resolve(ctx context.Context, img spec.Image, opts ...Option) (*Lock, error)
 	if err != nil {
 		return nil, err
 	}
-	l, _, err := resolve(ctx, img, o, plan{})
+	l, _, err := resolve(ctx, img, o, nil)
 	return l, err
 }
 
@@ -42,17 +45,68 @@ type plan struct {
 	keepResolver *Wheel  // non-nil: resolve and install with this pip
 }
 
-func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *pipResult, error) {
-	log := logs.From(ctx)
+// resolve locks every platform of img, each inside its own base with the
+// plan of plans[platform] (zero: nothing held), into one lock: the first
+// platform's resolution at the top, the others in Platforms. The shared
+// part (the core, above all) must come out the same on every platform.
+func resolve(ctx context.Context, img spec.Image, o *options, plans map[string]plan) (*Lock, map[string]*pipResult, error) {
+	plats, err := imagePlatforms(img)
+	if err != nil {
+		return nil, nil, err
+	}
+	var top *Lock
+	results := map[string]*pipResult{}
+	for _, plat := range plats {
+		l, res, err := resolveOne(ctx, img, o, plans[plat.String()], plat)
+		if err != nil {
+			if len(plats) > 1 {
+				return nil, nil, fmt.Errorf("platform %s: %w", plat, err)
+			}
+			return nil, nil, err
+		}
+		results[plat.String()] = res
+		if top == nil {
+			top = l
+			continue
+		}
+		if !reflect.DeepEqual(l.Core, top.Core) {
+			return nil, nil, &PlatformMismatchError{Image: img.Name, Platform: plat.String(), Core: l.Core, First: top.Base.Platform, FirstCore: top.Core}
+		}
+		top.Platforms = append(top.Platforms, l.resolution())
+	}
+	top.Normalize()
+	return top, results, nil
+}
+
+// PlatformMismatchError reports platforms whose resolutions disagree on the
+// frozen core (e.g. pip found torch 2.6.0+cu126 for one platform and a cpu
+// build for the other): one lock cannot hold both.
+type PlatformMismatchError struct {
+	Image, Platform, First string
+	Core, FirstCore        Core
+}
+
+func (e *PlatformMismatchError) Error() string {
+	return fmt.Sprintf("image %s: %s resolved the core %s, %s resolved %s: every platform must get the same torch, CUDA, NCCL and cuDNN", e.Image, e.Platform, e.Core, e.First, e.FirstCore)
+}
+
+// String is the core in one line, for messages.
+func (c Core) String() string {
+	return fmt.Sprintf("torch %s (%s), cuda %s, python %s, nccl %s, cudnn %s", c.Torch, c.TorchVariant, c.CUDA, c.Python, c.NCCL, c.CUDNN)
+}
+
+// resolveOne locks img for one platform, inside that platform's base.
+func resolveOne(ctx context.Context, img spec.Image, o *options, p plan, plat v1.Platform) (*Lock, *pipResult, error) {
+	log := logs.From(ctx).With("platform", plat.String())
+	po := *o
+	po.runner = platformRunner{Runner: o.runner, platform: plat.String()}
+	o = &po
 	inputs, err := InputsDigest(img)
 	if err != nil {
 		return nil, nil, err
 	}
 	if img.Python == "" {
 		return nil, nil, fmt.Errorf("image %s: python is required", img.Name)
-	}
-	if err := checkPlatforms(img); err != nil {
-		return nil, nil, err
 	}
 	core, cres, err := applyCatalog(o.catalog, img)
 	if err != nil {
@@ -98,9 +152,9 @@ func resolve(ctx context.Context, img spec.Image, o *options, p plan) (*Lock, *p
 		base    Base
 		created int64
 	)
-	if p.keepBase != nil && p.keepBase.Ref == img.Base && p.keepBase.Mirror == mirrorOf(img) {
+	if p.keepBase != nil && p.keepBase.Ref == img.Base && p.keepBase.Mirror == mirrorOf(img) && p.keepBase.Platform == plat.String() {
 		base, created = *p.keepBase, p.keepEpoch
-	} else if base, created, err = resolveBase(ctx, img.Base, img.Repos.Mirror, append(o.access.RemoteOptions(), o.remote...)); err != nil {
+	} else if base, created, err = resolveBase(ctx, img.Base, img.Repos.Mirror, plat, append(o.access.RemoteOptions(), o.remote...)); err != nil {
 		return nil, nil, o.access.Classify(fmt.Errorf("image %s: %w", img.Name, err))
 	}
 	pinned := base.Pull()

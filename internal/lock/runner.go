@@ -15,7 +15,9 @@ import (
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	"github.com/moby/buildkit/util/entitlements"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	digest "github.com/opencontainers/go-digest"
+	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
@@ -27,8 +29,12 @@ import (
 type Job struct {
 	// Name labels the step in progress output ("apt resolve").
 	Name string
-	// Image is the base by digest, "repo@sha256:...", run as linux/amd64.
+	// Image is the base by digest, "repo@sha256:...".
 	Image string
+	// Platform is the OCI platform the step runs as ("linux/arm64"; a
+	// platform other than the daemon's runs under emulation). The default
+	// is linux/amd64.
+	Platform string
 	// Debs are fetched by URL, checked by sha256 and installed with dpkg
 	// before Script runs.
 	Debs []Deb
@@ -100,7 +106,15 @@ func (e *UnavailableError) ExitCode() int { return exitcode.Unavailable }
 // needs no daemon, so tests can inspect it.
 func (j Job) Definition(ctx context.Context, hostNetwork bool) (*llb.Definition, error) {
 	a := j.access()
-	st := llb.Image(j.Image, llb.LinuxAmd64, llb.WithCustomNamef("%s: base", j.Name))
+	plat := ocispecs.Platform{OS: "linux", Architecture: "amd64"}
+	if j.Platform != "" {
+		p, err := v1.ParsePlatform(j.Platform)
+		if err != nil {
+			return nil, fmt.Errorf("%s: platform %q: %w", j.Name, j.Platform, err)
+		}
+		plat = ocispecs.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}
+	}
+	st := llb.Image(j.Image, llb.Platform(plat), llb.WithCustomNamef("%s: base", j.Name))
 	env := []llb.RunOption{
 		llb.AddEnv("DEBIAN_FRONTEND", "noninteractive"),
 		llb.AddEnv("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
@@ -156,7 +170,7 @@ func (j Job) Definition(ctx context.Context, hostNetwork bool) (*llb.Definition,
 	}
 	run := st.Run(opts...)
 	out := run.AddMount("/out", llb.Scratch())
-	return out.Marshal(ctx, llb.LinuxAmd64)
+	return out.Marshal(ctx, llb.Platform(plat))
 }
 
 func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, error) {
@@ -220,7 +234,7 @@ func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: solving on %s: %w", j.Name, r.addr, err)
 	}
-	log.Info("lock step done", "step", j.Name, "seconds", time.Since(start).Seconds())
+	log.Info("lock step done", "step", j.Name, "platform", j.Platform, "seconds", time.Since(start).Seconds())
 	files := map[string][]byte{}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

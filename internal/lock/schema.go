@@ -52,9 +52,28 @@ type Lock struct {
 	Runtime    initconfig.Config `json:"runtime"`
 	Verify     spec.Verify       `json:"verify"`
 	Policy     spec.Policy       `json:"policy"`
+	// Platforms are the resolutions of the image's further platforms, one
+	// per platform after the first, sorted by platform. Base, Python,
+	// Resolver, Apt and Pip above are the first platform's (Base.Platform);
+	// everything else is shared. A single-platform lock has none, so it
+	// reads and encodes as it did before locks had platforms; an imagectl
+	// that predates them refuses a lock that has them (unknown field).
+	Platforms []Resolution `json:"platforms,omitempty"`
 	// Digest is "sha256:<hex>" of the canonical encoding of the lock with
 	// Digest empty; a mismatch means the file was edited by hand.
 	Digest string `json:"digest"`
+}
+
+// Resolution is what one platform of a multi-platform image resolved to,
+// inside that platform's base: the fields of Lock that differ by platform.
+type Resolution struct {
+	// Platform is the OCI platform, "linux/arm64".
+	Platform string  `json:"platform"`
+	Base     Base    `json:"base"`
+	Python   Python  `json:"python"`
+	Resolver Wheel   `json:"resolver,omitzero"`
+	Apt      []Deb   `json:"apt"`
+	Pip      []Wheel `json:"pip"`
 }
 
 // Source identifies the spec inputs of a lock.
@@ -91,7 +110,7 @@ type Base struct {
 	Mirror string `json:"mirror,omitempty"`
 	// IndexDigest is the digest the tag pointed at (an index or a manifest).
 	IndexDigest string `json:"index_digest"`
-	// ManifestDigest is the linux/amd64 manifest inside the index.
+	// ManifestDigest is the manifest of Platform inside the index.
 	ManifestDigest string `json:"manifest_digest"`
 	Platform       string `json:"platform"`
 }

@@ -60,61 +60,105 @@ func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*L
 	for _, f := range img.Frozen {
 		frozen[normalize(f)] = true
 	}
-	var p plan
-	locked := map[string]string{}
-	for _, w := range old.Pip {
-		locked[w.Name] = w.Version
+	// One plan per platform, each from that platform's resolution: its own
+	// wheels are held as constraints, its own base and debs kept.
+	olds := map[string]*Lock{}
+	for _, name := range old.PlatformNames() {
+		ol, err := old.ForPlatform(name)
+		if err != nil {
+			return nil, err
+		}
+		olds[name] = ol
 	}
-	only := map[string]bool{}
-	aptTouched := len(o.packages) == 0
+	plats, err := imagePlatforms(img)
+	if err != nil {
+		return nil, err
+	}
+	for _, pl := range plats {
+		if olds[pl.String()] == nil {
+			return nil, fmt.Errorf("image %s: the spec adds platform %s, which the lock does not have (it has %s); --upgrade keeps every platform's resolution: run imagectl lock without --upgrade", img.Name, pl, strings.Join(old.PlatformNames(), ", "))
+		}
+	}
 	for _, n := range o.packages {
-		_, inPip := locked[normalize(n)]
-		inApt := slices.ContainsFunc(old.Apt, func(d Deb) bool { return d.Name == n })
-		if !inPip && !inApt {
+		found := false
+		for _, ol := range olds {
+			if slices.ContainsFunc(ol.Pip, func(w Wheel) bool { return w.Name == normalize(n) }) || slices.ContainsFunc(ol.Apt, func(d Deb) bool { return d.Name == n }) {
+				found = true
+			}
+		}
+		if !found {
 			return nil, fmt.Errorf("image %s: --package %s is not in the lock", img.Name, n)
 		}
 		if frozen[normalize(n)] {
 			return nil, fmt.Errorf("image %s: --package %s is frozen; --upgrade never moves it", img.Name, n)
 		}
-		if inPip {
-			only[normalize(n)] = true
-		}
-		if inApt {
-			aptTouched = true
-		}
 	}
-	for _, w := range old.Pip {
-		if frozen[w.Name] || (len(o.packages) > 0 && !only[w.Name]) {
-			p.constraints = append(p.constraints, w.Name+"=="+w.Version)
-		}
+	plans := map[string]plan{}
+	for name, ol := range olds {
+		plans[name] = upgradePlan(ol, o.packages, frozen)
 	}
-	if !aptTouched {
-		// Only wheels move: the base and the apt closure stay as locked.
-		p.keepApt = append([]Deb{}, old.Apt...)
-		b := old.Base
-		p.keepBase, p.keepEpoch = &b, old.SourceDateEpoch
-		py := old.Python
-		p.keepPython = &py
-	}
-	if old.Resolver.SHA256 != "" {
-		// The resolver installs every layer: moving it would rebuild them all.
-		r := old.Resolver
-		p.keepResolver = &r
-	}
-	l, res, err := resolve(ctx, img, o, p)
+	l, results, err := resolve(ctx, img, o, plans)
 	if err != nil {
-		if len(p.constraints) > 0 {
-			return nil, fmt.Errorf("upgrade holds %s: %w", strings.Join(p.constraints, ", "), err)
+		var held []string
+		for _, pl := range plats {
+			held = append(held, plans[pl.String()].constraints...)
+		}
+		if len(held) > 0 {
+			return nil, fmt.Errorf("upgrade holds %s: %w", strings.Join(held, ", "), err)
 		}
 		return nil, err
 	}
-	for _, w := range l.Pip {
-		if v, ok := locked[w.Name]; ok && frozen[w.Name] && v != w.Version {
-			return nil, &FrozenError{Image: img.Name, Package: w.Name, From: v, To: w.Version, PulledBy: res.requiredBy(w.Name)}
+	for _, name := range l.PlatformNames() {
+		nl, err := l.ForPlatform(name)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range nl.Pip {
+			for _, ow := range olds[name].Pip {
+				if ow.Name == w.Name && frozen[w.Name] && ow.Version != w.Version {
+					return nil, &FrozenError{Image: img.Name, Package: w.Name, From: ow.Version, To: w.Version, PulledBy: results[name].requiredBy(w.Name)}
+				}
+			}
 		}
 	}
 	if l.Core.Python != old.Core.Python {
 		return nil, &FrozenError{Image: img.Name, Package: "python", From: old.Core.Python, To: l.Core.Python}
 	}
 	return l, nil
+}
+
+// upgradePlan is what the upgrade of one platform's lock ol holds still:
+// frozen wheels (and with packages, every wheel not named) as constraints;
+// the base and the apt closure when no apt package is named; the resolver.
+func upgradePlan(ol *Lock, packages []string, frozen map[string]bool) plan {
+	var p plan
+	only := map[string]bool{}
+	aptTouched := len(packages) == 0
+	for _, n := range packages {
+		if slices.ContainsFunc(ol.Pip, func(w Wheel) bool { return w.Name == normalize(n) }) {
+			only[normalize(n)] = true
+		}
+		if slices.ContainsFunc(ol.Apt, func(d Deb) bool { return d.Name == n }) {
+			aptTouched = true
+		}
+	}
+	for _, w := range ol.Pip {
+		if frozen[w.Name] || (len(packages) > 0 && !only[w.Name]) {
+			p.constraints = append(p.constraints, w.Name+"=="+w.Version)
+		}
+	}
+	if !aptTouched {
+		// Only wheels move: the base and the apt closure stay as locked.
+		p.keepApt = append([]Deb{}, ol.Apt...)
+		b := ol.Base
+		p.keepBase, p.keepEpoch = &b, ol.SourceDateEpoch
+		py := ol.Python
+		p.keepPython = &py
+	}
+	if ol.Resolver.SHA256 != "" {
+		// The resolver installs every layer: moving it would rebuild them all.
+		r := ol.Resolver
+		p.keepResolver = &r
+	}
+	return p
 }

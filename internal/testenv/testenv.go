@@ -36,6 +36,23 @@ type Env struct {
 	// (IMAGECTL_UPSTREAM_REGISTRY): python-less nvidia/cuda-shaped bases
 	// (UpstreamCUDATags) as OCI indexes, made by hack/upstream.sh.
 	UpstreamRegistry string
+	// BaseMulti is the local base as an OCI index of linux/amd64 and
+	// linux/arm64 (IMAGECTL_BASE_MULTI; hack/base.sh arm64); "" when
+	// `make up` did not make it.
+	BaseMulti string
+}
+
+// MultiBase returns BaseMulti. Without it, it fails the test under
+// IMAGECTL_E2E=1 and skips it otherwise.
+func (e Env) MultiBase(t testing.TB) string {
+	t.Helper()
+	if e.BaseMulti == "" {
+		if os.Getenv("IMAGECTL_E2E") == "1" {
+			t.Fatal("IMAGECTL_E2E=1 but IMAGECTL_BASE_MULTI is not set: run `make up` again (hack/base.sh arm64 makes the linux/arm64 base)")
+		}
+		t.Skip("end-to-end test: IMAGECTL_BASE_MULTI is not set; `make up` makes the two-platform base")
+	}
+	return e.BaseMulti
 }
 
 // UpstreamCUDATags are the nvidia/cuda tags the upstream registry holds.
@@ -72,6 +89,7 @@ func Get(t testing.TB) Env {
 
 		UpstreamRegistry: os.Getenv("IMAGECTL_UPSTREAM_REGISTRY"),
 		Containerd:       os.Getenv("CONTAINERD_ADDRESS"),
+		BaseMulti:        os.Getenv("IMAGECTL_BASE_MULTI"),
 	}
 	missing := ""
 	switch {

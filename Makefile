@@ -12,7 +12,7 @@ GO ?= go
 
 all: build
 
-build: bin/imagectl bin/imagectl-init
+build: bin/imagectl bin/imagectl-init bin/imagectl-init-linux-arm64
 
 bin/imagectl: FORCE
 	$(GO) build -o $@ ./cmd/imagectl
@@ -20,6 +20,10 @@ bin/imagectl: FORCE
 # The init is static and CGO-free so that it starts on any base image.
 bin/imagectl-init: FORCE
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ ./cmd/imagectl-init
+
+# The init of linux/arm64 images (build.WithPlatformInit's default beside bin/imagectl-init).
+bin/imagectl-init-linux-arm64: FORCE
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $@ ./cmd/imagectl-init
 
 # Debian packages the tests and the demo need (runc, debootstrap, podman, tini, ...).
 deps:

@@ -37,6 +37,9 @@ func ImageConfig(l *lock.Lock, base ocispecs.Image) ocispecs.Image {
 		RootFS:   ocispecs.RootFS{Type: "layers"},
 		History:  historyOf(l, base, created),
 	}
+	if p, err := platformOf(l); err == nil {
+		img.Platform = p
+	}
 	if base.OS != "" {
 		img.Platform = base.Platform
 	}

@@ -35,9 +35,6 @@ const (
 	filesDir = "/mnt"
 )
 
-// platform is the only platform imagectl builds today.
-var platform = ocispecs.Platform{OS: "linux", Architecture: "amd64"}
-
 // systemPath is PATH in the image and in every build step.
 const systemPath = VenvPath + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -51,28 +48,43 @@ func State(ctx context.Context, l *lock.Lock, opts ...Option) (llb.State, error)
 	if err != nil {
 		return llb.State{}, err
 	}
-	initBin, err := os.ReadFile(o.initPath)
+	if len(l.Platforms) > 0 {
+		return llb.State{}, fmt.Errorf("lock of %s has platforms %s: State builds one platform; take its view with lock.ForPlatform (Solve builds them all into an index)", l.Name, strings.Join(l.PlatformNames(), ", "))
+	}
+	plat, err := platformOf(l)
+	if err != nil {
+		return llb.State{}, err
+	}
+	path := o.initPathFor(plat)
+	if err := checkInitArch(path, plat); err != nil {
+		return llb.State{}, err
+	}
+	initBin, err := os.ReadFile(path)
 	if err != nil {
 		return llb.State{}, fmt.Errorf("reading the init binary: %w (build it with `make build`, or pass --init)", err)
 	}
-	return state(l, initBin, o.access)
+	return state(l, plat, initBin, o.access)
 }
 
-// Definition marshals State for linux/amd64: the LLB that Solve sends to
+// Definition marshals State for the lock's platform: the LLB that Solve sends to
 // buildkitd, and what `buildctl build` accepts on stdin.
 func Definition(ctx context.Context, l *lock.Lock, opts ...Option) (*llb.Definition, error) {
 	st, err := State(ctx, l, opts...)
 	if err != nil {
 		return nil, err
 	}
-	def, err := st.Marshal(ctx, llb.Platform(platform))
+	plat, err := platformOf(l)
+	if err != nil {
+		return nil, err
+	}
+	def, err := st.Marshal(ctx, llb.Platform(plat))
 	if err != nil {
 		return nil, fmt.Errorf("marshalling the build of %q: %w", l.Name, err)
 	}
 	return def, nil
 }
 
-func state(l *lock.Lock, initBin []byte, a *auth.Access) (llb.State, error) {
+func state(l *lock.Lock, platform ocispecs.Platform, initBin []byte, a *auth.Access) (llb.State, error) {
 	plan := Plan(l)
 	epoch := strconv.FormatInt(l.SourceDateEpoch, 10)
 	// The layers are a plain chain of steps, not llb.Diff of each step

@@ -62,6 +62,79 @@ func readManifest(ctx context.Context, r *Result, o *options) (*manifestInfo, er
 	return info, nil
 }
 
+// readIndex reads the built index back (from the registry, else the OCI
+// layout) and fills r.Platforms from its manifests, in the order of
+// targets; nothing when the index went to neither.
+func readIndex(ctx context.Context, r *Result, o *options, targets []buildTarget) error {
+	var idx v1.ImageIndex
+	switch {
+	case r.Ref != "":
+		ref, err := name.NewDigest(r.Ref, refNameOptions(r.Ref, o)...)
+		if err != nil {
+			return fmt.Errorf("parsing %q: %w", r.Ref, err)
+		}
+		idx, err = remote.Index(ref, append(o.access.RemoteOptions(), remote.WithContext(ctx))...)
+		if err != nil {
+			return o.access.Classify(fmt.Errorf("reading back %s: %w", r.Ref, err))
+		}
+	case r.OCILayout != "":
+		p, err := layout.FromPath(r.OCILayout)
+		if err != nil {
+			return fmt.Errorf("reading the oci layout %s: %w", r.OCILayout, err)
+		}
+		h, err := v1.NewHash(r.Digest)
+		if err != nil {
+			return err
+		}
+		idx, err = p.ImageIndex()
+		if err == nil {
+			idx, err = idx.ImageIndex(h)
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s from the oci layout %s: %w", r.Digest, r.OCILayout, err)
+		}
+	default:
+		return nil
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return fmt.Errorf("reading the index %s: %w", r.Digest, err)
+	}
+	raw, err := idx.RawManifest()
+	if err != nil {
+		return err
+	}
+	r.Size = int64(len(raw))
+	for _, t := range targets {
+		want := platformString(t.platform)
+		var found *v1.Descriptor
+		for i, m := range im.Manifests {
+			if m.Platform != nil && m.Platform.OS == t.platform.OS && m.Platform.Architecture == t.platform.Architecture && m.Platform.Variant == t.platform.Variant {
+				found = &im.Manifests[i]
+				break
+			}
+		}
+		if found == nil {
+			return fmt.Errorf("the built index %s has no %s image", r.Digest, want)
+		}
+		img, err := idx.Image(found.Digest)
+		if err != nil {
+			return fmt.Errorf("reading the %s image of %s: %w", want, r.Digest, err)
+		}
+		m, err := img.Manifest()
+		if err != nil {
+			return fmt.Errorf("reading the manifest of %s: %w", found.Digest, err)
+		}
+		pi := PlatformImage{Platform: want, Digest: found.Digest.String(), Size: found.Size + m.Config.Size, Layers: nameLayers(t.lock, m.Layers)}
+		for _, l := range m.Layers {
+			pi.Size += l.Size
+		}
+		r.Size += pi.Size
+		r.Platforms = append(r.Platforms, pi)
+	}
+	return nil
+}
+
 // nameLayers labels the manifest's layers with the planned layer each
 // holds: the last layers are the planned ones, in order; the rest are the
 // base's.

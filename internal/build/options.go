@@ -17,6 +17,7 @@ type Option func(*options) error
 
 type options struct {
 	initPath     string
+	platformInit map[string]string
 	push         bool
 	name         string
 	tag          string
@@ -62,6 +63,22 @@ func WithInit(path string) Option {
 			return errors.New("init path is empty")
 		}
 		o.initPath = path
+		return nil
+	}
+}
+
+// WithPlatformInit sets the init binary of one platform ("linux/arm64").
+// The default is WithInit's binary for linux/amd64 and
+// imagectl-init-OS-ARCH beside it for the others.
+func WithPlatformInit(platform, path string) Option {
+	return func(o *options) error {
+		if path == "" {
+			return fmt.Errorf("init path for %s is empty", platform)
+		}
+		if o.platformInit == nil {
+			o.platformInit = map[string]string{}
+		}
+		o.platformInit[platform] = path
 		return nil
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	bkSession "github.com/moby/buildkit/session"
+	digest "github.com/opencontainers/go-digest"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"imagectl/internal/auth"
@@ -85,6 +86,21 @@ type Result struct {
 	Layers []LayerInfo `json:"layers,omitempty"`
 	// LockDigest is the digest of the lock the image was built from.
 	LockDigest string `json:"lock_digest"`
+	// Platforms are the images of a multi-platform build, one per
+	// platform in the lock's order; Digest (and Ref) is then their OCI
+	// image index, Size the index's bytes plus every image's and Layers
+	// empty. Nil for a single-platform build.
+	Platforms []PlatformImage `json:"platforms,omitempty"`
+}
+
+// PlatformImage is one platform's image inside a built index.
+type PlatformImage struct {
+	// Platform is "linux/arm64".
+	Platform string `json:"platform"`
+	// Digest is the image manifest's digest.
+	Digest string      `json:"digest"`
+	Size   int64       `json:"size"`
+	Layers []LayerInfo `json:"layers,omitempty"`
 }
 
 // LayerInfo is one layer of the built image.
@@ -107,20 +123,19 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 		closeStatus(o)
 		return nil, err
 	}
-	root, err := State(ctx, l, opts...)
+	targets, err := buildTargets(ctx, l, o)
 	if err != nil {
 		closeStatus(o)
 		return nil, err
 	}
-	def, err := root.Marshal(ctx, llb.Platform(platform))
-	if err != nil {
-		closeStatus(o)
-		return nil, fmt.Errorf("marshalling the build of %q: %w", l.Name, err)
-	}
-	arts, err := Artifacts(def.ToPB(), l)
-	if err != nil {
-		closeStatus(o)
-		return nil, err
+	arts := map[digest.Digest]Artifact{}
+	for _, t := range targets {
+		a, err := Artifacts(t.def.ToPB(), t.lock)
+		if err != nil {
+			closeStatus(o)
+			return nil, err
+		}
+		maps.Copy(arts, a)
 	}
 	sopt, target, err := solveOpt(l, o)
 	if err != nil {
@@ -131,53 +146,91 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 		closeStatus(o)
 		return nil, err
 	}
-	if err := indexPreflight(ctx, l, o); err != nil {
-		closeStatus(o)
-		return nil, err
+	for _, t := range targets {
+		if err := indexPreflight(ctx, t.lock, o); err != nil {
+			closeStatus(o)
+			return nil, err
+		}
 	}
 	log := logs.From(ctx)
-	log.Debug("solving", "image", l.Name, "target", target, "oci_layout", o.ociLayout)
+	log.Debug("solving", "image", l.Name, "target", target, "oci_layout", o.ociLayout, "platforms", len(targets))
 
 	cacheImports := make([]gateway.CacheOptionsEntry, 0, len(o.cacheFrom))
 	for _, e := range o.cacheFrom {
 		cacheImports = append(cacheImports, gateway.CacheOptionsEntry{Type: e.Type, Attrs: e.Attrs})
 	}
-	baseRef := Plan(l).Base
 	// An error of buildFunc reaches c.Build's caller as text only (it
 	// travels through buildkitd): keep the typed one.
 	var policyErr error
-	buildFunc := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
-		res, err := gc.Solve(ctx, gateway.SolveRequest{Definition: def.ToPB(), CacheImports: cacheImports})
+	// solveOne solves one platform's image and returns it with its config
+	// and its base's config.
+	solveOne := func(ctx context.Context, gc gateway.Client, t buildTarget) (*gateway.Result, []byte, []byte, error) {
+		res, err := gc.Solve(ctx, gateway.SolveRequest{Definition: t.def.ToPB(), CacheImports: cacheImports})
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
-		if l.Policy.SSHKeyOnly {
-			if err := checkSSH(ctx, gc, l, root); err != nil {
+		if t.lock.Policy.SSHKeyOnly {
+			if err := checkSSH(ctx, gc, t.lock, t.root); err != nil {
 				if pe := (*SSHPolicyError)(nil); errors.As(err, &pe) {
 					policyErr = pe
 				}
-				return nil, err
+				return nil, nil, nil, err
 			}
 		}
+		baseRef := Plan(t.lock).Base
 		_, _, cfg, err := gc.ResolveImageConfig(ctx, baseRef, sourceresolver.Opt{
-			ImageOpt: &sourceresolver.ResolveImageOpt{Platform: &platform, ResolveMode: "default"},
+			ImageOpt: &sourceresolver.ResolveImageOpt{Platform: &t.platform, ResolveMode: "default"},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("reading the config of base %s: %w", baseRef, err)
+			return nil, nil, nil, fmt.Errorf("reading the config of base %s: %w", baseRef, err)
 		}
 		var base ocispecs.Image
 		if err := json.Unmarshal(cfg, &base); err != nil {
-			return nil, fmt.Errorf("parsing the config of base %s: %w", baseRef, err)
+			return nil, nil, nil, fmt.Errorf("parsing the config of base %s: %w", baseRef, err)
 		}
-		img, err := json.Marshal(ImageConfig(l, base))
+		img, err := json.Marshal(ImageConfig(t.lock, base))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return res, img, cfg, nil
+	}
+	buildFunc := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
+		if len(targets) == 1 {
+			res, img, cfg, err := solveOne(ctx, gc, targets[0])
+			if err != nil {
+				return nil, err
+			}
+			res.AddMeta(exptypes.ExporterImageConfigKey, img)
+			// With the base's config, the exporter leaves the base's layers
+			// as they are instead of rewriting their timestamps.
+			res.AddMeta(exptypes.ExporterImageBaseConfigKey, cfg)
+			return res, nil
+		}
+		// Several platforms: one ref and one config per platform, and the
+		// platform list, from which the exporter makes an OCI image index.
+		out := gateway.NewResult()
+		var eps exptypes.Platforms
+		for _, t := range targets {
+			res, img, cfg, err := solveOne(ctx, gc, t)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", platformString(t.platform), err)
+			}
+			ref, err := res.SingleRef()
+			if err != nil {
+				return nil, err
+			}
+			id := platformString(t.platform)
+			out.AddRef(id, ref)
+			out.AddMeta(exptypes.ExporterImageConfigKey+"/"+id, img)
+			out.AddMeta(exptypes.ExporterImageBaseConfigKey+"/"+id, cfg)
+			eps.Platforms = append(eps.Platforms, exptypes.Platform{ID: id, Platform: t.platform})
+		}
+		dt, err := json.Marshal(eps)
 		if err != nil {
 			return nil, err
 		}
-		res.AddMeta(exptypes.ExporterImageConfigKey, img)
-		// With the base's config, the exporter leaves the base's layers
-		// as they are instead of rewriting their timestamps.
-		res.AddMeta(exptypes.ExporterImageBaseConfigKey, cfg)
-		return res, nil
+		out.AddMeta(exptypes.ExporterPlatformsKey, dt)
+		return out, nil
 	}
 	resp, err := c.Build(ctx, sopt, "imagectl", buildFunc, o.status)
 	if err != nil && policyErr != nil {
@@ -186,7 +239,50 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 	if err != nil {
 		return nil, fmt.Errorf("building %s: %w", l.Name, mapSolveError(err, arts))
 	}
-	return result(ctx, l, o, target, resp)
+	return result(ctx, l, o, target, resp, targets)
+}
+
+// buildTarget is one platform of a build: its view of the lock, its root
+// filesystem and the LLB of it.
+type buildTarget struct {
+	lock     *lock.Lock
+	platform ocispecs.Platform
+	root     llb.State
+	def      *llb.Definition
+}
+
+// buildTargets makes the LLB of every platform of l, each from that
+// platform's view of the lock (lock.ForPlatform) with its own init binary.
+func buildTargets(ctx context.Context, l *lock.Lock, o *options) ([]buildTarget, error) {
+	var ts []buildTarget
+	for _, p := range l.PlatformNames() {
+		view, err := l.ForPlatform(p)
+		if err != nil {
+			return nil, err
+		}
+		plat, err := platformOf(view)
+		if err != nil {
+			return nil, err
+		}
+		path := o.initPathFor(plat)
+		if err := checkInitArch(path, plat); err != nil {
+			return nil, err
+		}
+		initBin, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading the init binary: %w (build it with `make build`, or pass --init)", err)
+		}
+		root, err := state(view, plat, initBin, o.access)
+		if err != nil {
+			return nil, err
+		}
+		def, err := root.Marshal(ctx, llb.Platform(plat))
+		if err != nil {
+			return nil, fmt.Errorf("marshalling the build of %q for %s: %w", l.Name, p, err)
+		}
+		ts = append(ts, buildTarget{lock: view, platform: plat, root: root, def: def})
+	}
+	return ts, nil
 }
 
 func closeStatus(o *options) {
@@ -288,7 +384,7 @@ func session(l *lock.Lock, o *options, target string) []bkSession.Attachable {
 }
 
 // result reads the exporter's answer and the manifest back.
-func result(ctx context.Context, l *lock.Lock, o *options, target string, resp *client.SolveResponse) (*Result, error) {
+func result(ctx context.Context, l *lock.Lock, o *options, target string, resp *client.SolveResponse, targets []buildTarget) (*Result, error) {
 	r := &Result{Digest: resp.ExporterResponse[exptypes.ExporterImageDigestKey], LockDigest: l.Digest, OCILayout: o.ociLayout}
 	if r.Digest == "" {
 		if b64 := resp.ExporterResponse[exptypes.ExporterImageDescriptorKey]; b64 != "" {
@@ -310,6 +406,12 @@ func result(ctx context.Context, l *lock.Lock, o *options, target string, resp *
 		if o.tag != "" {
 			r.Tag = target
 		}
+	}
+	if len(targets) > 1 {
+		if err := readIndex(ctx, r, o, targets); err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
 	m, err := readManifest(ctx, r, o)
 	if err != nil {

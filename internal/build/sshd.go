@@ -168,6 +168,10 @@ func passwordSettings(cfg map[string]string) map[string]string {
 // checkSSH solves the check on root and returns an SSHPolicyError when the
 // image's sshd allows passwords; nil when it has no sshd.
 func checkSSH(ctx context.Context, gc gateway.Client, l *lock.Lock, root llb.State) error {
+	platform, err := platformOf(l)
+	if err != nil {
+		return err
+	}
 	def, err := sshCheckState(root).Marshal(ctx, llb.Platform(platform))
 	if err != nil {
 		return fmt.Errorf("marshalling the sshd check: %w", err)

@@ -94,7 +94,7 @@ var imageBlock = &block{
 			field:   "TorchIndex", set: func(i *Image, v any) { i.TorchIndex = v.(string) }},
 		{name: "platforms", kind: kStrings, check: checkPlatform, def: `["linux/amd64"]`,
 			example: `["linux/amd64", "linux/arm64"]`,
-			doc:     "The OCI platforms the image is for: `linux/amd64`, `linux/arm64`. Lint checks that the torch variant publishes wheels for each (`imagectl compat` lists them; torch 2.6.0 has linux/arm64 CUDA wheels for cu126 only). The lock resolves each platform inside that platform's manifest of the base, arm64 under emulation on an amd64 builder, into one lock file (docs/lock.md, \"Platforms\"); the build reads single-platform locks only so far (docs/build.md).",
+			doc:     "The OCI platforms the image is for: `linux/amd64`, `linux/arm64`. Lint checks that the torch variant publishes wheels for each (`imagectl compat` lists them; torch 2.6.0 has linux/arm64 CUDA wheels for cu126 only). The lock resolves each platform inside that platform's manifest of the base, arm64 under emulation on an amd64 builder, into one lock file (docs/lock.md, \"Platforms\"); the build makes one image per platform from it, assembled into an OCI image index (docs/build.md, \"Platforms\": emulation, native arm64 builders).",
 			field:   "Platforms", set: func(i *Image, v any) { i.Platforms = v.([]string) }},
 		{name: "python", kind: kString, check: checkPython, def: "required",
 			example: `"3.11"`,

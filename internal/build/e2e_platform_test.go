@@ -106,20 +106,24 @@ func TestE2EPlatformsIndex(t *testing.T) {
 	}
 	out, err := exec.CommandContext(ctx, podman, "run", "--rm", "--network", "none", "--platform", "linux/arm64",
 		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "-e", "IMAGECTL_STORAGE_TIMEOUT=1s",
-		"oci:"+dir, "/bin/sh", "-c", `uname -m
-tr '\0' ' ' < /proc/1/cmdline; echo
-od -An -tx1 -j18 -N1 `+InitPath+`
-/opt/venv/bin/python -c 'import demo_util, platform; print(platform.machine())'`).CombinedOutput()
+		"oci:"+dir, "/bin/sh", "-c", `echo "arch=$(uname -m)"
+echo "pid1=$(tr '\0\n' '  ' < /proc/1/cmdline)"
+echo "elf=$(od -An -tx1 -j18 -N1 `+InitPath+` | tr -d ' ')"
+echo "py=$(/opt/venv/bin/python -c 'import demo_util, platform; print(platform.machine())')"`).CombinedOutput()
 	if err != nil {
 		t.Fatalf("podman run --platform linux/arm64: %v\n%s", err, out)
 	}
 	// Under QEMU (binfmt flag F) PID 1's exe is the emulator; its command
 	// line names the init, and the init in the image is an EM_AARCH64 (0xb7)
 	// executable.
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	n := len(lines)
-	if n < 4 || lines[n-4] != "aarch64" || !strings.Contains(lines[n-3], InitPath) || strings.TrimSpace(lines[n-2]) != "b7" || lines[n-1] != "aarch64" {
-		t.Errorf("arm64 container printed %q, want aarch64, PID 1 running %s, its ELF machine b7 (aarch64) and aarch64 from its python", out, InitPath)
+	got := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			got[k] = strings.TrimSpace(v)
+		}
+	}
+	if got["arch"] != "aarch64" || !strings.Contains(got["pid1"], InitPath+" /bin/sh") || got["elf"] != "b7" || got["py"] != "aarch64" {
+		t.Errorf("arm64 container printed %q, want arch=aarch64, PID 1 running %s, its ELF machine b7 (aarch64) and py=aarch64", out, InitPath)
 	}
 	if !strings.Contains(string(out), "imagectl-init: ") {
 		t.Errorf("the arm64 init wrote nothing at start:\n%s", out)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -136,6 +137,9 @@ func cutDigest(d string) (alg, hex string, ok bool) {
 // and `imagectl build --sign` do. The SBOM lists the packages the image
 // holds (sbom.Read reads its layers), so ref must be an image built from l.
 func SignAndAttest(ctx context.Context, ref name.Digest, l *lock.Lock, b Builder, opts ...Option) (err error) {
+	if len(l.Platforms) > 0 {
+		return fmt.Errorf("signing %s: the lock of %s has platforms %s; this imagectl signs single-platform images only (docs/build.md, \"Platforms\")", ref, l.Name, strings.Join(l.PlatformNames(), ", "))
+	}
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"imagectl/internal/build"
@@ -34,6 +35,9 @@ const DefaultTimeout = 10 * time.Minute
 func Run(ctx context.Context, l *lock.Lock, opts ...Option) (*Result, error) {
 	if l == nil {
 		return nil, errors.New("verify: nil lock")
+	}
+	if len(l.Platforms) > 0 {
+		return nil, fmt.Errorf("verify: the lock of %s has platforms %s; this imagectl verifies single-platform images only (docs/build.md, \"Platforms\")", l.Name, strings.Join(l.PlatformNames(), ", "))
 	}
 	o, err := makeOptions(opts...)
 	if err != nil {

@@ -313,6 +313,9 @@ func image(layerTar string, o imageOpts, sde time.Time) error {
 		return err
 	}
 	cf = cf.DeepCopy()
+	if o.arch == "" {
+		o.arch = "amd64"
+	}
 	cf.Architecture, cf.OS = o.arch, "linux"
 	cf.Created = v1.Time{Time: sde}
 	cf.Config = config

@@ -15,7 +15,6 @@ import (
 	"imagectl/internal/mirror"
 )
 
-
 // NotMirroredError reports a base that the spec's mirror does not hold.
 type NotMirroredError struct {
 	// Base is the spec's base, Mirror where the lock looked for it.

@@ -1,4 +1,4 @@
-package sign
+package sign_test
 
 import (
 	"context"
@@ -6,16 +6,113 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/sbom/sbomtest"
+	"imagectl/internal/sign"
 )
 
-// A multi-platform lock is refused, not signed as one of its images.
-func TestSignAndAttestRefusesMultiPlatformLock(t *testing.T) {
-	l := &lock.Lock{Name: "demo", Base: lock.Base{Platform: "linux/amd64"}, Platforms: []lock.Resolution{{Platform: "linux/arm64"}}}
-	ref, _ := name.NewDigest("registry.example.invalid/demo@sha256:" + strings.Repeat("a", 64))
-	err := SignAndAttest(context.Background(), ref, l, Builder{})
+// testLock2 is testLock with a linux/arm64 resolution beside the amd64 one.
+func testLock2(t *testing.T) *lock.Lock {
+	l := testLock()
+	l.Base.Platform = "linux/amd64"
+	arm := lock.Resolution{Platform: "linux/arm64", Base: l.Base, Pip: l.Pip}
+	arm.Base.Platform, arm.Base.ManifestDigest = "linux/arm64", "sha256:"+strings.Repeat("e", 64)
+	arm.Apt = []lock.Deb{{Name: "libgomp1", Version: "12.2.0-14", Arch: "arm64", URL: "http://mirror/pool/libgomp1_arm64.deb", SHA256: strings.Repeat("f", 64)}}
+	l.Platforms = []lock.Resolution{arm}
+	if _, err := lock.Marshal(l); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// pushIndex pushes an index of one image per named platform, each shaped
+// like the build of that platform's view of l.
+func pushIndex(t *testing.T, repo string, l *lock.Lock, platforms ...string) name.Digest {
+	t.Helper()
+	idx := mutate.IndexMediaType(empty.Index, "application/vnd.oci.image.index.v1+json")
+	for _, p := range platforms {
+		view, err := l.ForPlatform(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := sbomtest.Image(view)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, _ := v1.ParsePlatform(p)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: pl}})
+	}
+	h, err := idx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := name.NewDigest(repo + "@" + h.String())
+	if err := remote.WriteIndex(d, idx); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// SignAndAttest of a two-platform build signs the index and both children;
+// each child's SBOM is its own platform's, the index carries the lock and
+// the provenance.
+func TestSignAndAttestIndex(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(t)
+	l := testLock2(t)
+	ref := pushIndex(t, reg+"/staging/img", l, "linux/amd64", "linux/arm64")
+	priv, pub := keyPair(t)
+	key := sign.WithKey(priv, []byte(testPassword))
+	if err := sign.SignAndAttest(ctx, ref, l, sign.Builder{BuildKitVersion: "v0.34.2", SourceCommit: testCommit}, key); err != nil {
+		t.Fatalf("SignAndAttest(index) = %v", err)
+	}
+	if err := sign.VerifySignature(ctx, ref, pub); err != nil {
+		t.Errorf("Verify(index) = %v", err)
+	}
+	if n := layers(t, ref, ".att"); n != 2 {
+		t.Errorf("index attestation layers = %d, want 2 (lock, provenance)", n)
+	}
+	children, err := sign.Children(ctx, ref, l)
+	if err != nil || len(children) != 2 {
+		t.Fatalf("Children = %v, %v", children, err)
+	}
+	for _, c := range children {
+		if err := sign.VerifySignature(ctx, c.Ref, pub); err != nil {
+			t.Errorf("Verify(%s child) = %v", c.Platform, err)
+		}
+		if n := layers(t, c.Ref, ".att"); n != 3 {
+			t.Errorf("%s child attestation layers = %d, want 3 (lock, SPDX, provenance)", c.Platform, n)
+		}
+		preds, err := sign.VerifyAttestations(ctx, c.Ref, sign.SPDXPredicateType, pub)
+		if err != nil || len(preds) != 1 {
+			t.Fatalf("VerifyAttestations(%s child, SPDX) = %d, %v", c.Platform, len(preds), err)
+		}
+		arch := strings.TrimPrefix(c.Platform, "linux/")
+		if !strings.Contains(string(preds[0]), "arch="+arch) {
+			t.Errorf("%s child SBOM does not name its %s debs:\n%.600s", c.Platform, arch, preds[0])
+		}
+	}
+}
+
+// An index that lacks one of the lock's platforms is refused before
+// anything is signed.
+func TestSignAndAttestIndexMissingPlatform(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(t)
+	l := testLock2(t)
+	ref := pushIndex(t, reg+"/staging/img", l, "linux/amd64")
+	priv, _ := keyPair(t)
+	err := sign.SignAndAttest(ctx, ref, l, sign.Builder{}, sign.WithKey(priv, []byte(testPassword)))
 	if err == nil || !strings.Contains(err.Error(), "linux/amd64, linux/arm64") {
-		t.Fatalf("SignAndAttest(two-platform lock) = %v, want an error naming both platforms", err)
+		t.Fatalf("SignAndAttest(index without arm64) = %v, want an error naming the lock's platforms", err)
+	}
+	tag, _ := name.NewTag(attachmentTag(t, ref, ".sig").String())
+	if _, err := remote.Head(tag); err == nil {
+		t.Errorf("a signature was written for %s", ref)
 	}
 }

@@ -64,6 +64,13 @@ const DefaultBuilderID = "https://imagectl.dev/builder/buildkit"
 // validator): builder, BuildKit version, lock digest, spec path, source
 // commit, and the base image and lock as resolved dependencies.
 func Provenance(l *lock.Lock, b Builder) ([]byte, error) {
+	return provenance(l, l.Base, b)
+}
+
+// provenance is Provenance of the image built on base from l (for a
+// multi-platform lock, one platform's base: the lock file stays the whole
+// lock).
+func provenance(l *lock.Lock, base lock.Base, b Builder) ([]byte, error) {
 	ext := map[string]any{
 		"image":       l.Name,
 		"spec":        l.Spec.Path,
@@ -107,12 +114,12 @@ func Provenance(l *lock.Lock, b Builder) ([]byte, error) {
 	sum := sha256.Sum256(lockFile)
 	deps = append(deps, &intoto.ResourceDescriptor{Uri: "images/" + l.Name + "/" + lock.FileName,
 		Digest: map[string]string{string(intoto.AlgorithmSHA256): hex.EncodeToString(sum[:])}, Name: "lock"})
-	if l.Base.Ref != "" {
-		d := l.Base.ManifestDigest
+	if base.Ref != "" {
+		d := base.ManifestDigest
 		if d == "" {
-			d = l.Base.IndexDigest
+			d = base.IndexDigest
 		}
-		r := &intoto.ResourceDescriptor{Uri: "oci://" + l.Base.Ref, Name: "base"}
+		r := &intoto.ResourceDescriptor{Uri: "oci://" + base.Ref, Name: "base"}
 		if alg, hex, ok := cutDigest(d); ok {
 			r.Digest = map[string]string{alg: hex}
 		}

@@ -136,15 +136,40 @@ func cutDigest(d string) (alg, hex string, ok bool) {
 // SPDX SBOM, SLSA provenance) with the key in opts: what `imagectl sign`
 // and `imagectl build --sign` do. The SBOM lists the packages the image
 // holds (sbom.Read reads its layers), so ref must be an image built from l.
+//
+// For a lock with several platforms ref is the image index built from it:
+// every child is signed and attested as the single-platform image of its
+// platform's view of the lock (lock.ForPlatform; its SBOM lists that
+// image's packages), then the index itself is signed and gets the lock and
+// provenance attestations. An index whose children are not exactly the
+// lock's platforms is refused before anything is signed.
 func SignAndAttest(ctx context.Context, ref name.Digest, l *lock.Lock, b Builder, opts ...Option) (err error) {
-	if len(l.Platforms) > 0 {
-		return fmt.Errorf("signing %s: the lock of %s has platforms %s; this imagectl signs single-platform images only (docs/build.md, \"Platforms\")", ref, l.Name, strings.Join(l.PlatformNames(), ", "))
-	}
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return err
 	}
 	defer func() { err = o.access.Classify(err) }()
+	if len(l.Platforms) == 0 {
+		return signAndAttestImage(ctx, ref, l, l, b, o, opts)
+	}
+	children, err := Children(ctx, ref, l, opts...)
+	if err != nil {
+		return err
+	}
+	sv, err := LoadSigner(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, WithSigner(sv))
+	for _, c := range children {
+		view, err := l.ForPlatform(c.Platform)
+		if err != nil {
+			return err
+		}
+		if err := signAndAttestImage(ctx, c.Ref, l, view, b, o, opts); err != nil {
+			return fmt.Errorf("%s image of %s: %w", c.Platform, ref, err)
+		}
+	}
 	lp, err := LockPredicate(l)
 	if err != nil {
 		return err
@@ -153,15 +178,92 @@ func SignAndAttest(ctx context.Context, ref name.Digest, l *lock.Lock, b Builder
 	if err != nil {
 		return err
 	}
+	if err := Sign(ctx, ref, opts...); err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		typ  string
+		pred []byte
+	}{{LockPredicateType, lp}, {ProvenancePredicateType, prov}} {
+		if err := Attest(ctx, ref, a.typ, a.pred, opts...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Child is one platform's image inside an image index.
+type Child struct {
+	Platform string
+	Ref      name.Digest
+}
+
+// Children reads the index at ref and returns its images in the order of
+// l's platforms. It fails when ref is not an index, or when its images are
+// not exactly one per platform of l.
+func Children(ctx context.Context, ref name.Digest, l *lock.Lock, opts ...Option) ([]Child, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := remote.Index(ref, o.remoteOptions(ctx)...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the image index %s: %w", ref, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("reading the image index %s: %w", ref, err)
+	}
+	byPlatform := map[string]string{}
+	for _, m := range im.Manifests {
+		if m.Platform == nil {
+			return nil, fmt.Errorf("image index %s: manifest %s has no platform", ref, m.Digest)
+		}
+		p := m.Platform.OS + "/" + m.Platform.Architecture
+		if m.Platform.Variant != "" {
+			p += "/" + m.Platform.Variant
+		}
+		if _, dup := byPlatform[p]; dup {
+			return nil, fmt.Errorf("image index %s has two %s images", ref, p)
+		}
+		byPlatform[p] = m.Digest.String()
+	}
+	want := l.PlatformNames()
+	if len(byPlatform) != len(want) {
+		return nil, fmt.Errorf("image index %s has %d images, the lock of %s has platforms %s", ref, len(byPlatform), l.Name, strings.Join(want, ", "))
+	}
+	var cs []Child
+	for _, p := range want {
+		d, ok := byPlatform[p]
+		if !ok {
+			return nil, fmt.Errorf("image index %s has no %s image (the lock of %s has platforms %s)", ref, p, l.Name, strings.Join(want, ", "))
+		}
+		cs = append(cs, Child{Platform: p, Ref: ref.Context().Digest(d)})
+	}
+	return cs, nil
+}
+
+// signAndAttestImage signs one single-platform image built from view (the
+// lock l itself, or one platform's view of it) and writes its lock
+// attestation (the whole lock file l), its SBOM and its provenance.
+func signAndAttestImage(ctx context.Context, ref name.Digest, l, view *lock.Lock, b Builder, o *options, opts []Option) error {
+	lp, err := LockPredicate(l)
+	if err != nil {
+		return err
+	}
+	prov, err := provenance(l, view.Base, b)
+	if err != nil {
+		return err
+	}
 	img, err := remote.Image(ref, o.remoteOptions(ctx)...)
 	if err != nil {
 		return fmt.Errorf("reading %s for its SBOM: %w", ref, err)
 	}
-	inv, err := sbom.Read(ctx, img, l)
+	inv, err := sbom.Read(ctx, img, view)
 	if err != nil {
 		return fmt.Errorf("listing the packages of %s: %w", ref, err)
 	}
-	spdx, err := sbom.SPDX(inv, ref, l)
+	spdx, err := sbom.SPDX(inv, ref, view)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,8 @@ type JobConfig struct {
 	// runtime.storage.path. The default is an emptyDir, which still lets the
 	// two compile processes share the cache inside the one pod.
 	StorageClaim string
-	// Python is the interpreter inside the image. The default is python3.
+	// Python is the interpreter inside the image. The default is the
+	// lock's (ImagePython), else python3 for a lock that records none.
 	Python string
 	// ShmSize is the size limit of the memory-backed /dev/shm. The default
 	// is the lock's runtime.min_shm_bytes, at least 1Gi.
@@ -57,7 +58,7 @@ func JobName(ref name.Digest) string {
 // like an in-place run.
 func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap, *batchv1.Job, error) {
 	if cfg.Python == "" {
-		cfg.Python = "python3"
+		cfg.Python = firstNonEmpty(ImagePython(l), "python3")
 	}
 	if cfg.Iters <= 0 {
 		cfg.Iters = 20
@@ -178,6 +179,9 @@ func jobScript(l *lock.Lock, cfg JobConfig) string {
 	envArgs := ""
 	if fp := l.Runtime.FingerprintPath; fp != "" {
 		envArgs = " --fingerprint " + q(fp)
+	}
+	if l.Python.Path != "" {
+		envArgs += " --interpreter " + q(l.Python.Path)
 	}
 	fmt.Fprintf(&b, "\"$PY\" \"$P/env.py\"%s\n", envArgs)
 	if l.Core.Torch == "" {

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"flag"
+	"imagectl/internal/lock"
 	"os"
 	"strings"
 	"testing"
@@ -102,6 +103,23 @@ func TestRenderJobCPUOnly(t *testing.T) {
 	}
 	if strings.Contains(cm.Data["run.sh"], "allreduce.py") {
 		t.Errorf("CPU-only run.sh runs the all-reduce")
+	}
+}
+
+// The Job runs the probes with the lock's interpreter (the venv made from
+// python.path) and has env.py check it.
+func TestRenderJobLockedPython(t *testing.T) {
+	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
+	l.Python = lock.Python{Version: "3.12.3", Path: "/usr/bin/python3.12", Provider: "apt"}
+	cm, _, err := RenderJob(l, testRef, JobConfig{})
+	if err != nil {
+		t.Fatalf("RenderJob() error = %v", err)
+	}
+	run := cm.Data["run.sh"]
+	for _, want := range []string{"PY='/opt/venv/bin/python'", "--interpreter '/usr/bin/python3.12'"} {
+		if !strings.Contains(run, want) {
+			t.Errorf("run.sh lacks %q:\n%s", want, run)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"flag"
-	"imagectl/internal/lock"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +10,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"imagectl/internal/lock"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")

@@ -21,6 +21,7 @@ type options struct {
 	cacheParent string
 	now         func() time.Time
 	access      *auth.Access
+	target      *Target
 }
 
 func makeOptions(opts ...Option) (*options, error) {

@@ -48,6 +48,12 @@ type Result struct {
 	Checks []Check `json:"checks"`
 	// Host is the GPU fingerprint of the machine the checks ran on.
 	Host Host `json:"host"`
+	// Platforms, for a multi-platform image (verify.WithTarget), are its
+	// platforms: the one that ran here with its outcome, the others "not
+	// verified". Index is then the image index; Image and Digest are the
+	// host platform's image, the one the result is bound to.
+	Platforms []PlatformStatus `json:"platforms,omitempty"`
+	Index     string           `json:"index,omitempty"`
 	// StartedAt and Duration bound the run.
 	StartedAt time.Time `json:"started_at"`
 	Duration  string    `json:"duration"`

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,13 +38,16 @@ func Run(ctx context.Context, l *lock.Lock, opts ...Option) (*Result, error) {
 		return nil, errors.New("verify: nil lock")
 	}
 	if len(l.Platforms) > 0 {
-		return nil, fmt.Errorf("verify: the lock of %s has platforms %s; this imagectl verifies single-platform images only (docs/build.md, \"Platforms\")", l.Name, strings.Join(l.PlatformNames(), ", "))
+		return nil, fmt.Errorf("verify: the lock of %s has platforms %s: verify one platform's image with its view of the lock (verify.ForHost, WithTarget)", l.Name, strings.Join(l.PlatformNames(), ", "))
 	}
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err
 	}
 	defer o.runtime.Close()
+	if t := o.target; t != nil && (t.Lock.Digest != l.Digest || t.Lock.Base.Platform != l.Base.Platform) {
+		return nil, fmt.Errorf("verify: the target is the %s image of lock %s, Run was given lock %s (%s)", t.Platform, t.Lock.Digest, l.Digest, l.Base.Platform)
+	}
 	if err := o.checkPull(ctx); err != nil {
 		return nil, err
 	}
@@ -63,6 +67,18 @@ func Run(ctx context.Context, l *lock.Lock, opts ...Option) (*Result, error) {
 	r := &runner{l: l, o: o, res: res}
 	runErr := r.run(ctx)
 	res.Duration = time.Since(start).Round(time.Millisecond).String()
+	if t := o.target; t != nil {
+		st := PlatformVerified
+		var notRun *NotRunError
+		switch {
+		case errors.As(runErr, &notRun):
+			st = PlatformNotVerified
+		case runErr != nil || slices.ContainsFunc(res.Checks, func(c Check) bool { return c.Status == Fail }):
+			st = PlatformFailed
+		}
+		res.Index = t.Index.String()
+		res.Platforms = append([]PlatformStatus{{Platform: t.Platform, Digest: t.Image.DigestStr(), Status: st}}, t.Others...)
+	}
 	if runErr != nil {
 		return res, runErr
 	}

@@ -64,6 +64,11 @@ IMAGE@DIGEST: a container runtime started that digest, or (in-place, a Job
 log) the init's fingerprint names it (IMAGECTL_IMAGE_DIGEST). Otherwise it is
 printed and not signed (exit 1).
 
+An image index (a multi-platform build; the lock has platforms) is verified
+for this host's platform: its child image of that platform runs with that
+platform's view of the lock, the result is bound to (and signed for) that
+child, and the others are reported "not verified" under platforms.
+
 Exit codes: 0 passed, 4 a check failed, 7 verification could not run.`,
 		Example: `  # inside the image, on a GPU runner
   imagectl verify reg.example/team/pytorch@sha256:... --lock images/pytorch-2.6-cu118-py3.11/lock.json --runtime in-place
@@ -127,6 +132,16 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		return err
 	}
 	opts := []verify.Option{verify.WithImage(ref), verify.WithAllReduceIters(f.iters, f.warmup)}
+	if len(l.Platforms) > 0 {
+		// An image index: verify this host's platform, report the others.
+		t, err := verify.ForHost(cmd.Context(), ref, l, verify.HostPlatform(), accessOf(cmd))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "verify: %s is an image index; verifying its %s image %s here, the others are not verified on this host\n", ref, t.Platform, t.Image.DigestStr())
+		ref, l = t.Image, t.Lock
+		opts = append(opts, verify.WithTarget(t))
+	}
 	if f.runtime == verify.RuntimeKubernetes {
 		if f.jobLog == "" {
 			return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -225,16 +226,72 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 	}
 
 	// Verification attestation by a trusted verifier key, for exactly this
-	// digest, passing, against the lock.
-	var verr []string
-	passed := false
-	for _, k := range o.verifierKeys {
-		preds, err := sign.VerifyAttestations(ctx, src, verify.PredicateType, k, sopts...)
+	// digest, passing, against the lock; for an image index, of every
+	// platform's image (WithSkipPlatforms names those that may go without).
+	lk := l
+	if lk == nil {
+		lk = attested
+	}
+	if lk != nil && len(lk.Platforms) > 0 {
+		children, err := sign.Children(ctx, src, lk, sopts...)
 		if ae := o.denied(err); ae != nil {
 			return nil, nil, ae
 		}
 		if unreachable(err) {
 			return nil, nil, unavailable(src, err)
+		}
+		if err != nil {
+			out = append(out, refuse(GateVerification, "the image index does not hold the lock's platforms: %v", err))
+			return attested, out, nil
+		}
+		var missing, skipped, verified []string
+		for _, c := range children {
+			ok, verr, err := o.verified(ctx, c.Ref, wantLock, sopts)
+			if err != nil {
+				return nil, nil, err
+			}
+			switch {
+			case ok:
+				verified = append(verified, c.Platform)
+			case slices.Contains(o.skipPlatforms, c.Platform):
+				skipped = append(skipped, c.Platform)
+			default:
+				missing = append(missing, fmt.Sprintf("%s %s: %s", c.Platform, c.Ref.DigestStr(), strings.Join(verr, "; ")))
+			}
+		}
+		if len(missing) > 0 {
+			out = append(out, refuse(GateVerification, "platforms of the image index without a passing verification of their own image: %s; verify each on a GPU host of that platform, or name the ones this release may skip (--skip-platform)", strings.Join(missing, "; ")))
+		} else if len(verified) == 0 {
+			out = append(out, refuse(GateVerification, "no platform of the image index is verified (skipped: %s); at least one must be", strings.Join(skipped, ", ")))
+		}
+		return attested, out, nil
+	}
+	passed, verr, err := o.verified(ctx, src, wantLock, sopts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !passed {
+		if len(o.verifierKeys) == 0 {
+			verr = append(verr, "no trusted verifier key configured")
+		}
+		out = append(out, refuse(GateVerification, "no passing verification of this digest by a trusted verifier key (%s)", strings.Join(verr, "; ")))
+	}
+
+	return attested, out, nil
+}
+
+// verified reports whether src has a passing verification of exactly
+// src by a trusted verifier key against the lock wantLock, with the
+// reasons of the results that did not count.
+func (o *options) verified(ctx context.Context, src name.Digest, wantLock string, sopts []sign.Option) (bool, []string, error) {
+	var verr []string
+	for _, k := range o.verifierKeys {
+		preds, err := sign.VerifyAttestations(ctx, src, verify.PredicateType, k, sopts...)
+		if ae := o.denied(err); ae != nil {
+			return false, nil, ae
+		}
+		if unreachable(err) {
+			return false, nil, unavailable(src, err)
 		}
 		if err != nil {
 			verr = append(verr, err.Error())
@@ -258,21 +315,11 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 			case o.requireContainer && (!verify.IsContainerRuntime(r.Runtime) || r.Proof == ""):
 				verr = append(verr, fmt.Sprintf("verified by the %s runtime (proof %q); the gate requires a container runtime that started this digest", r.Runtime, r.Proof))
 			default:
-				passed = true
+				return true, nil, nil
 			}
 		}
-		if passed {
-			break
-		}
 	}
-	if !passed {
-		if len(o.verifierKeys) == 0 {
-			verr = append(verr, "no trusted verifier key configured")
-		}
-		out = append(out, refuse(GateVerification, "no passing verification of this digest by a trusted verifier key (%s)", strings.Join(verr, "; ")))
-	}
-
-	return attested, out, nil
+	return false, verr, nil
 }
 
 func failedChecks(r verify.Result) string {

@@ -22,6 +22,9 @@ type options struct {
 	// requireContainer: the verification gate accepts only results of a
 	// container runtime that started the digest.
 	requireContainer bool
+	// skipPlatforms are platforms of an image index whose images may go
+	// unverified (WithSkipPlatforms).
+	skipPlatforms []string
 }
 
 func makeOptions(opts ...Option) (*options, error) {
@@ -110,4 +113,21 @@ func (o *options) remoteOptions(ctx context.Context) []remote.Option {
 // result signed by a trusted verifier key.
 func WithRequireContainerRuntime(require bool) Option {
 	return func(o *options) error { o.requireContainer = require; return nil }
+}
+
+// WithSkipPlatforms names the platforms of an image index (a multi-platform
+// build) that the verification gate lets through unverified, e.g.
+// "linux/arm64" when no GH200 verifier ran this month; at least one
+// platform must still be verified. The default is none: every platform's
+// image needs a passing verification of its own digest.
+func WithSkipPlatforms(platforms ...string) Option {
+	return func(o *options) error {
+		for _, p := range platforms {
+			if p == "" {
+				return errors.New("skip platform is empty")
+			}
+		}
+		o.skipPlatforms = append(o.skipPlatforms, platforms...)
+		return nil
+	}
 }

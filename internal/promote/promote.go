@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"sort"
@@ -93,6 +94,7 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 	var refusals []Refusal
 	var copies, tags []Action
 	byDigest := map[string]name.Digest{}
+	childOf := map[string]name.Digest{}
 	for _, r := range f.Releases {
 		src, err := r.Digest()
 		if err != nil {
@@ -100,6 +102,13 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 			continue
 		}
 		byDigest[src.DigestStr()] = src
+		children, err := indexChildren(src, o.remoteOptions(ctx))
+		if err != nil {
+			return nil, o.classify(fmt.Errorf("reading %s: %w", src, err))
+		}
+		for _, c := range children {
+			childOf[c.DigestStr()] = c // where the children's attachments come from
+		}
 		rc, rt, rr, err := o.plan(ctx, repo, src, r.Tags, true)
 		if err != nil {
 			return nil, err
@@ -169,9 +178,11 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 	if !o.confirm {
 		return res, nil
 	}
+	sources := maps.Clone(byDigest)
+	maps.Copy(sources, childOf)
 	for i := range res.Actions {
 		a := &res.Actions[i]
-		if err := o.do(ctx, a, byDigest); err != nil {
+		if err := o.do(ctx, a, sources); err != nil {
 			return res, o.classify(fmt.Errorf("promoting %s: %s %s: %w", f.Image, a.Kind, a.Target, err))
 		}
 		a.Done = true
@@ -190,7 +201,17 @@ func (o *options) plan(ctx context.Context, repo name.Repository, src name.Diges
 	} else if err != nil {
 		return nil, nil, nil, o.classify(fmt.Errorf("checking %s: %w", dst, err))
 	}
-	for _, st := range attachmentTags(src) {
+	// An image index brings its children's signatures and attestations
+	// (each platform's image is signed and verified by its own digest).
+	children, err := indexChildren(src, ro)
+	if err != nil {
+		return nil, nil, nil, o.classify(fmt.Errorf("reading %s: %w", src, err))
+	}
+	var atts []name.Tag
+	for _, d := range append([]name.Digest{src}, children...) {
+		atts = append(atts, attachmentTags(d)...)
+	}
+	for _, st := range atts {
 		sd, err := head(st, ro)
 		if errors.Is(err, errNotFound) {
 			continue // the gates refuse a digest without them
@@ -259,6 +280,35 @@ func (o *options) do(ctx context.Context, a *Action, byDigest map[string]name.Di
 		return remote.Tag(dst, desc, ro...)
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// indexChildren lists the images of src when it is an image index (nil for
+// an image), as digests in src's repository.
+func indexChildren(src name.Digest, ro []remote.Option) ([]name.Digest, error) {
+	desc, err := remote.Get(src, ro...)
+	if err != nil {
+		var te *transport.Error
+		if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+			return nil, nil // the gates refuse a digest that is not there
+		}
+		return nil, err
+	}
+	if !desc.MediaType.IsIndex() {
+		return nil, nil
+	}
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var ds []name.Digest
+	for _, m := range im.Manifests {
+		ds = append(ds, src.Context().Digest(m.Digest.String()))
+	}
+	return ds, nil
 }
 
 // findAttachment returns the source .sig/.att tag for a destination one.

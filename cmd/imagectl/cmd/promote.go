@@ -17,17 +17,19 @@ type trustFlags struct {
 	keys             []string
 	verifierKeys     []string
 	requireContainer bool
+	skipPlatforms    []string
 }
 
 func (f *trustFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVar(&f.keys, "key", []string{"keys/cosign.pub"}, "trusted signing public key(s): signatures and lock attestations")
 	cmd.Flags().StringSliceVar(&f.verifierKeys, "verifier-key", []string{"keys/verifier.pub"}, "trusted verifier public key(s): verification attestations")
 	cmd.Flags().BoolVar(&f.requireContainer, "require-container-runtime", false, "accept only verifications run in a container started from the digest (containerd, podman, docker, a Kubernetes Job), never in-place")
+	cmd.Flags().StringSliceVar(&f.skipPlatforms, "skip-platform", nil, "an image index: a platform (linux/arm64) whose image may go unverified; every other platform must pass verification (repeatable)")
 }
 
 func (f *trustFlags) options(cmd *cobra.Command) []promote.Option {
 	return []promote.Option{promote.WithTrustedKeys(f.keys...), promote.WithVerifierKeys(f.verifierKeys...),
-		promote.WithRequireContainerRuntime(f.requireContainer), promote.WithAccess(accessOf(cmd))}
+		promote.WithRequireContainerRuntime(f.requireContainer), promote.WithSkipPlatforms(f.skipPlatforms...), promote.WithAccess(accessOf(cmd))}
 }
 
 // releaseFilePath maps NAME to images/NAME/releases.json; a path is kept.

@@ -187,16 +187,18 @@ const (
 )
 
 // WithCompression sets the layers' compression (BuildKit's exporter
-// compression): gzip, zstd or uncompressed. Anything but gzip is forced on
-// every layer, the base's too, so that the whole image has one format
-// (containerd pulls and unpacks zstd layers faster: docs/verify.md). The
-// default is gzip, which every registry and runtime reads.
+// compression): gzip, zstd or uncompressed, forced on every layer, the
+// base's too, so that the whole image has one format (without the force
+// BuildKit reuses a layer's cached blob of another compression: a gzip
+// export after a zstd one gave the zstd image, seen on the GPU machine).
+// The default, "", is BuildKit's: gzip for new layers, cached blobs as they
+// are.
 func WithCompression(c string) Option {
 	return func(o *options) error {
 		switch c {
-		case "", CompressionGzip:
+		case "":
 			o.compression = ""
-		case CompressionZstd, CompressionUncompressed:
+		case CompressionGzip, CompressionZstd, CompressionUncompressed:
 			o.compression = c
 		default:
 			return fmt.Errorf("layer compression %q: want gzip, zstd or uncompressed", c)

@@ -109,9 +109,10 @@ func TestSolveExporterOptions(t *testing.T) {
 			"rewrite-timestamp": "false", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
 			"compression": "zstd", "force-compression": "true",
 		}},
-		{"push, gzip layers (the default)", []Option{WithPush(true), WithCompression("gzip")}, map[string]string{
+		{"push, gzip layers forced", []Option{WithPush(true), WithCompression("gzip")}, map[string]string{
 			"name": reg + "/imagectl/staging/unit", "push": "true", "push-by-digest": "true",
 			"rewrite-timestamp": "false", "source-date-epoch": "1700000000", "oci-mediatypes": "true",
+			"compression": "gzip", "force-compression": "true",
 		}},
 		{"no push", nil, map[string]string{
 			"rewrite-timestamp": "false", "source-date-epoch": "1700000000", "oci-mediatypes": "true",

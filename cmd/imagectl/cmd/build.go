@@ -141,7 +141,7 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 	f.StringVar(&progress, "progress", "auto", "progress output on stderr: auto, tty, plain, rawjson or quiet")
 	f.StringVar(&initPath, "init", "", "the init binary to bake in (default: imagectl-init beside imagectl)")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for buildkitd and the registries to answer")
-	f.StringVar(&compression, "compression", "gzip", "layer compression: gzip, zstd (forced on every layer; faster to pull and unpack) or uncompressed")
+	f.StringVar(&compression, "compression", "", "layer compression forced on every layer: gzip, zstd (faster to pull and unpack) or uncompressed (default: BuildKit's gzip, cached blobs reused as they are)")
 	f.BoolVar(&rewrite, "rewrite-timestamp", false, "also have BuildKit rewrite every layer's times at export (slow; the steps already clamp them)")
 	return cmd
 }

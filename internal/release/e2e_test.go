@@ -62,20 +62,10 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	pw := []byte("e2e")
-	signKey, signPub, err := sign.GenerateKeyPair(filepath.Join(dir, "signer"), pw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	verKey, verPub, err := sign.GenerateKeyPair(filepath.Join(dir, "verifier"), pw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := build.Dial(ctx, env.BuildkitHost, 10*time.Second)
-	if err != nil {
-		t.Fatalf("build.Dial(%s) = %v", env.BuildkitHost, err)
-	}
-	defer c.Close()
+	pw := e2ePassword
+	keys := newE2EKeys(t, dir)
+	signKey, signPub, verKey, verPub := keys.signKey, keys.signPub, keys.verKey, keys.verPub
+	c := dialE2E(t, ctx, env.BuildkitHost)
 	images := filepath.Join(dir, "images")
 	stages := func(month string) *Real {
 		r, err := NewReal(Config{

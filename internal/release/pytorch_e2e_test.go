@@ -73,20 +73,10 @@ func TestReleasePyTorchSpecEndToEnd(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	pw := []byte("e2e")
-	signKey, signPub, err := sign.GenerateKeyPair(filepath.Join(dir, "signer"), pw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	verKey, verPub, err := sign.GenerateKeyPair(filepath.Join(dir, "verifier"), pw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := build.Dial(ctx, env.BuildkitHost, 10*time.Second)
-	if err != nil {
-		t.Fatalf("build.Dial(%s) = %v", env.BuildkitHost, err)
-	}
-	defer c.Close()
+	pw := e2ePassword
+	keys := newE2EKeys(t, dir)
+	signKey, signPub, verKey, verPub := keys.signKey, keys.signPub, keys.verKey, keys.verPub
+	c := dialE2E(t, ctx, env.BuildkitHost)
 	images, cache := filepath.Join(dir, "images"), filepath.Join(dir, "index-cache")
 	lockOpts := []lock.Option{lock.WithBuildkit(env.BuildkitHost), lock.WithIndexCache(cache), lock.WithRoot(env.Root)}
 	r, err := NewReal(Config{

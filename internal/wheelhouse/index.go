@@ -69,26 +69,11 @@ func WriteIndex(dir string) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(wheels)
-	byProject := map[string][]File{}
-	var all []File
-	for _, w := range wheels {
-		f, meta, err := inspect(w)
-		if err != nil {
-			return nil, err
-		}
-		if err := atomicfile.Write(w+".metadata", meta, 0o644); err != nil {
-			return nil, err
-		}
-		n := Normalize(f.Project)
-		byProject[n] = append(byProject[n], f)
-		all = append(all, f)
+	writeMeta := func(w string, meta []byte) error { return atomicfile.Write(w+".metadata", meta, 0o644) }
+	byProject, projects, all, err := groupWheels(wheels, writeMeta)
+	if err != nil {
+		return nil, err
 	}
-	projects := make([]string, 0, len(byProject))
-	for p := range byProject {
-		projects = append(projects, p)
-	}
-	sort.Strings(projects)
 
 	simple := filepath.Join(dir, "simple")
 	// Drop pages of projects that no longer have files.
@@ -126,6 +111,35 @@ func WriteIndex(dir string) ([]File, error) {
 		return nil, err
 	}
 	return all, nil
+}
+
+// groupWheels inspects the wheels in name order and groups them by
+// normalized project name; projects are sorted and all is every file in
+// the wheels' order. each, when not nil, is called with every wheel's path
+// and its METADATA.
+func groupWheels(wheels []string, each func(path string, meta []byte) error) (byProject map[string][]File, projects []string, all []File, err error) {
+	sort.Strings(wheels)
+	byProject = map[string][]File{}
+	for _, w := range wheels {
+		f, meta, err := inspect(w)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if each != nil {
+			if err := each(w, meta); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		n := Normalize(f.Project)
+		byProject[n] = append(byProject[n], f)
+		all = append(all, f)
+	}
+	projects = make([]string, 0, len(byProject))
+	for p := range byProject {
+		projects = append(projects, p)
+	}
+	sort.Strings(projects)
+	return byProject, projects, all, nil
 }
 
 func writeProject(dir, name string, files []File) error {

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"imagectl/internal/atomicfile"
@@ -24,23 +23,10 @@ func WritePlainIndex(dir string) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(wheels)
-	byProject := map[string][]File{}
-	var all []File
-	for _, w := range wheels {
-		f, _, err := inspect(w)
-		if err != nil {
-			return nil, err
-		}
-		n := Normalize(f.Project)
-		byProject[n] = append(byProject[n], f)
-		all = append(all, f)
+	byProject, projects, all, err := groupWheels(wheels, nil)
+	if err != nil {
+		return nil, err
 	}
-	projects := make([]string, 0, len(byProject))
-	for p := range byProject {
-		projects = append(projects, p)
-	}
-	sort.Strings(projects)
 	var root bytes.Buffer
 	root.WriteString("<!DOCTYPE html>\n<html>\n<body>\n")
 	for _, p := range projects {

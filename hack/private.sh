@@ -45,28 +45,13 @@ if alive private-registry; then
   echo "up: private registry already running on 127.0.0.1:$preg" >&2
 else
   preg=$(pick_port private-registry 5443)
-  cat > "$priv/registry/config.yml" <<YAML
-version: 0.1
-log:
-  level: info
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: $priv/registry/data
-  delete:
-    enabled: true
+  start_registry private-registry "$priv/registry" "$preg" "  tls:
+    certificate: $priv/server.pem
+    key: $priv/server.key
 auth:
   htpasswd:
     realm: imagectl-private
-    path: $priv/htpasswd
-http:
-  addr: 127.0.0.1:$preg
-  tls:
-    certificate: $priv/server.pem
-    key: $priv/server.key
-YAML
-  OTEL_TRACES_EXPORTER=none start private-registry bin/registry serve "$priv/registry/config.yml"
+    path: $priv/htpasswd"
   echo "$preg" > "$cache/private-registry.port"
   wait_for private-registry 60 answers_401 "https://127.0.0.1:$preg/v2/"
   echo "up: private registry (htpasswd, TLS) ready at 127.0.0.1:$preg" >&2

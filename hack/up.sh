@@ -71,6 +71,33 @@ pick_port() {
 
 http_ok() { curl -fsS -o /dev/null --max-time 2 "$1"; }
 
+# start_registry NAME DIR PORT [YAML]: the distribution registry on
+# 127.0.0.1:PORT, config DIR/config.yml, storage under DIR/data. YAML is
+# appended right after http.addr: indented lines extend http (tls:), lines
+# at column 0 add top-level sections (auth:).
+start_registry() {
+  local name=$1 dir=$2 port=$3 extra=${4:-}
+  mkdir -p "$dir"
+  {
+    cat <<YAML
+version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $dir/data
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$port
+YAML
+    [ -z "$extra" ] || printf '%s\n' "$extra"
+  } > "$dir/config.yml"
+  OTEL_TRACES_EXPORTER=none start "$name" bin/registry serve "$dir/config.yml"
+}
+
 . hack/private.sh # the htpasswd+TLS registry and the basic-auth+TLS wheel index; buildkitd trusts their CA
 
 # --- buildkitd: OCI worker, runc from Debian, overlayfs, state under .cache/buildkit.
@@ -97,21 +124,7 @@ if alive registry; then
   echo "up: registry already running on 127.0.0.1:$regport" >&2
 else
   regport=$(pick_port registry 5000)
-  cat > "$cache/registry/config.yml" <<YAML
-version: 0.1
-log:
-  level: info
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: $cache/registry/data
-  delete:
-    enabled: true
-http:
-  addr: 127.0.0.1:$regport
-YAML
-  OTEL_TRACES_EXPORTER=none start registry bin/registry serve "$cache/registry/config.yml"
+  start_registry registry "$cache/registry" "$regport"
   echo "$regport" > "$cache/registry.port"
   wait_for registry 60 http_ok "http://127.0.0.1:$regport/v2/"
   echo "up: registry ready at 127.0.0.1:$regport" >&2

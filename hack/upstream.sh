@@ -29,21 +29,7 @@ if alive upstream-registry; then
   echo "up: upstream registry already running on 127.0.0.1:$upstream_port" >&2
 else
   upstream_port=$(pick_port upstream-registry 5100)
-  cat > "$upstream_cache/registry/config.yml" <<YAML
-version: 0.1
-log:
-  level: info
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: $upstream_cache/registry/data
-  delete:
-    enabled: true
-http:
-  addr: 127.0.0.1:$upstream_port
-YAML
-  OTEL_TRACES_EXPORTER=none start upstream-registry bin/registry serve "$upstream_cache/registry/config.yml"
+  start_registry upstream-registry "$upstream_cache/registry" "$upstream_port"
   echo "$upstream_port" > "$cache/upstream-registry.port"
   wait_for upstream-registry 60 http_ok "http://127.0.0.1:$upstream_port/v2/"
   echo "up: upstream registry ready at 127.0.0.1:$upstream_port" >&2

@@ -89,6 +89,26 @@ func (e *RefusedError) Has(g Gate) bool {
 	return false
 }
 
+// What the verification gate found for one platform of an image index.
+const (
+	// PlatformVerified: a passing verification of the platform's image.
+	PlatformVerified = "verified"
+	// PlatformSkipped: none, and the platform is named by WithSkipPlatforms.
+	PlatformSkipped = "skipped"
+	// PlatformUnverified: none, and the platform may not be skipped.
+	PlatformUnverified = "unverified"
+)
+
+// PlatformVerification is one platform's image of an image index at the
+// verification gate.
+type PlatformVerification struct {
+	Platform string `json:"platform"`
+	// Digest is the platform's image inside the index, sha256:...
+	Digest string `json:"digest"`
+	// Status is PlatformVerified, PlatformSkipped or PlatformUnverified.
+	Status string `json:"status"`
+}
+
 // checkGates runs the signature, verification and lock gates for one
 // source digest and returns every refusal, not just the first. With a nil
 // l (pin: no git at hand) the lock gate accepts any valid lock attestation
@@ -97,7 +117,7 @@ func (e *RefusedError) Has(g Gate) bool {
 // A registry that cannot be reached is an error (exit 69), not a refusal:
 // a gate refuses only on what the registry answered.
 func (o *options) checkGates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string) ([]Refusal, error) {
-	_, refusals, err := o.gates(ctx, src, l, lockPath)
+	_, refusals, err := o.gates(ctx, src, l, lockPath, nil)
 	return refusals, err
 }
 
@@ -132,8 +152,10 @@ func unavailable(src name.Digest, err error) error {
 	return exitcode.Wrap(exitcode.Unavailable, fmt.Errorf("checking the gates of %s: registry unreachable: %w", src, err))
 }
 
-// gates is checkGates, also returning the attested lock.
-func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string) (*lock.Lock, []Refusal, error) {
+// gates is checkGates, also returning the attested lock; for an image
+// index it appends what the verification gate found for each platform to
+// platforms when that is not nil.
+func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string, platforms *[]PlatformVerification) (*lock.Lock, []Refusal, error) {
 	refuse := func(g Gate, format string, args ...any) Refusal {
 		return Refusal{Source: src.String(), Gate: g, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -250,13 +272,20 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 			if err != nil {
 				return nil, nil, err
 			}
+			pv := PlatformVerification{Platform: c.Platform, Digest: c.Ref.DigestStr()}
 			switch {
 			case ok:
 				verified = append(verified, c.Platform)
+				pv.Status = PlatformVerified
 			case slices.Contains(o.skipPlatforms, c.Platform):
 				skipped = append(skipped, c.Platform)
+				pv.Status = PlatformSkipped
 			default:
 				missing = append(missing, fmt.Sprintf("%s %s: %s", c.Platform, c.Ref.DigestStr(), strings.Join(verr, "; ")))
+				pv.Status = PlatformUnverified
+			}
+			if platforms != nil {
+				*platforms = append(*platforms, pv)
 			}
 		}
 		if len(missing) > 0 {

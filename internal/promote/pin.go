@@ -18,6 +18,10 @@ type Pinned struct {
 	Digest string `json:"digest"`
 	// Lock summarizes the attested lock the image was built from.
 	Lock LockSummary `json:"lock"`
+	// Platforms, when Digest is a multi-platform image's index, are its
+	// images, each verified or skipped (WithSkipPlatforms); nil for a
+	// single-platform image.
+	Platforms []PlatformVerification `json:"platforms,omitempty"`
 }
 
 // LockSummary is the part of a lock users look at.
@@ -62,14 +66,15 @@ func Pin(ctx context.Context, tag name.Tag, opts ...Option) (*Pinned, error) {
 		return nil, o.classify(fmt.Errorf("resolving %s: %w", tag, err))
 	}
 	d := tag.Context().Digest(desc.Digest.String())
-	l, refusals, err := o.gates(ctx, d, nil, "")
+	var platforms []PlatformVerification
+	l, refusals, err := o.gates(ctx, d, nil, "", &platforms)
 	if err != nil {
 		return nil, err
 	}
 	if len(refusals) > 0 {
 		return nil, &RefusedError{Pin: true, Refusals: refusals}
 	}
-	return &Pinned{Ref: d.String(), Tag: tag.String(), Digest: d.DigestStr(), Lock: Summarize(l)}, nil
+	return &Pinned{Ref: d.String(), Tag: tag.String(), Digest: d.DigestStr(), Lock: Summarize(l), Platforms: platforms}, nil
 }
 
 // Listing is one release tag of a release file.

@@ -9,17 +9,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/moby/buildkit/client"
 
 	"imagectl/internal/atomicfile"
 	"imagectl/internal/auth"
 	"imagectl/internal/build"
+	"imagectl/internal/compat"
 	"imagectl/internal/lock"
 	"imagectl/internal/mirror"
 	"imagectl/internal/promote"
@@ -64,6 +67,13 @@ type Config struct {
 	// in a container started from the digest
 	// (promote.WithRequireContainerRuntime).
 	RequireContainerRuntime bool
+	// SkipPlatforms are platforms ("linux/arm64") whose image inside a
+	// multi-platform image's index may be promoted without a passing
+	// verification of its own (promote.WithSkipPlatforms). The verify stage
+	// runs the image of this host's platform (verify.HostPlatform) and
+	// reports the others as not verified. The default is none: promotion
+	// then needs every platform verified.
+	SkipPlatforms []string
 	// VerifyOptions are passed to every verify.Run.
 	VerifyOptions []verify.Option
 	// Month is the release month, YYYY-MM; release tags are NAME-YYYY.MM and
@@ -105,6 +115,11 @@ func NewReal(cfg Config) (*Real, error) {
 	}
 	if _, err := time.Parse("2006-01", cfg.Month); err != nil {
 		return nil, fmt.Errorf("release month %q: want YYYY-MM", cfg.Month)
+	}
+	for _, p := range cfg.SkipPlatforms {
+		if !slices.Contains(compat.Platforms, p) {
+			return nil, fmt.Errorf("skip platform %q: not a platform images are built for (%s)", p, strings.Join(compat.Platforms, ", "))
+		}
 	}
 	return &Real{cfg: cfg}, nil
 }
@@ -164,6 +179,14 @@ func (r *Real) Build(ctx context.Context, l *lock.Lock) (Built, error) {
 		return Built{}, fmt.Errorf("build returned %q, not a digest reference: %w", res.Ref, err)
 	}
 	b := Built{Digest: d, Size: res.Size, Layers: len(res.Layers)}
+	for _, p := range res.Platforms {
+		pd, err := name.NewDigest(d.Context().Name()+"@"+p.Digest, name.StrictValidation)
+		if err != nil {
+			return Built{}, fmt.Errorf("build returned the %s image %q, not a digest: %w", p.Platform, p.Digest, err)
+		}
+		b.Platforms = append(b.Platforms, PlatformBuilt{Platform: p.Platform, Digest: pd, Size: p.Size, Layers: len(p.Layers)})
+		b.Layers += len(p.Layers)
+	}
 	f, err := r.releases(l.Name)
 	if err != nil {
 		return Built{}, err
@@ -177,34 +200,107 @@ func (r *Real) Build(ctx context.Context, l *lock.Lock) (Built, error) {
 		return Built{}, err
 	}
 	b.Previous = prev.Source
-	for _, layer := range res.Layers {
-		if !seen[layer.Digest] {
-			b.ChangedLayers++
-			b.ChangedBytes += layer.Size
+	if len(res.Platforms) == 0 {
+		// A single-platform image is compared with the previous release's
+		// image of its platform (the previous release may be an index).
+		for _, layer := range res.Layers {
+			if !seen[l.Base.Platform][layer.Digest] {
+				b.ChangedLayers++
+				b.ChangedBytes += layer.Size
+			}
 		}
+		return b, nil
+	}
+	// Each platform's image is compared with the previous release's image
+	// of the same platform; a platform the previous release did not have
+	// is all new.
+	for i, p := range res.Platforms {
+		for _, layer := range p.Layers {
+			if !seen[p.Platform][layer.Digest] {
+				b.Platforms[i].ChangedLayers++
+				b.Platforms[i].ChangedBytes += layer.Size
+			}
+		}
+		b.ChangedLayers += b.Platforms[i].ChangedLayers
+		b.ChangedBytes += b.Platforms[i].ChangedBytes
 	}
 	return b, nil
 }
 
-// layers returns the layer digests of a release.
-func (r *Real) layers(ctx context.Context, rel *promote.Release) (map[string]bool, error) {
+// layers returns the layer digests of a release by platform ("linux/amd64"):
+// of its one image, or of every image of its index.
+func (r *Real) layers(ctx context.Context, rel *promote.Release) (map[string]map[string]bool, error) {
 	d, err := rel.Digest()
 	if err != nil {
 		return nil, err
 	}
-	img, err := remote.Image(d, r.remoteOptions(ctx)...)
-	if err != nil {
-		return nil, r.cfg.Access.Classify(fmt.Errorf("reading the previous release %s: %w", d, err))
+	fail := func(err error) error {
+		return r.cfg.Access.Classify(fmt.Errorf("reading the previous release %s: %w", d, err))
 	}
+	desc, err := remote.Get(d, r.remoteOptions(ctx)...)
+	if err != nil {
+		return nil, fail(err)
+	}
+	out := map[string]map[string]bool{}
+	if !desc.MediaType.IsIndex() {
+		img, err := desc.Image()
+		if err != nil {
+			return nil, fail(err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, fail(err)
+		}
+		if out[platformName(cf.Platform())], err = layerSet(img); err != nil {
+			return nil, fail(err)
+		}
+		return out, nil
+	}
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, fail(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fail(err)
+	}
+	for _, m := range im.Manifests {
+		if m.Platform == nil {
+			continue
+		}
+		img, err := idx.Image(m.Digest)
+		if err != nil {
+			return nil, fail(err)
+		}
+		if out[platformName(m.Platform)], err = layerSet(img); err != nil {
+			return nil, fail(err)
+		}
+	}
+	return out, nil
+}
+
+// platformName is p as the lock names platforms: OS/ARCH[/VARIANT].
+func platformName(p *v1.Platform) string {
+	if p == nil {
+		return ""
+	}
+	n := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		n += "/" + p.Variant
+	}
+	return n
+}
+
+func layerSet(img v1.Image) (map[string]bool, error) {
 	layers, err := img.Layers()
 	if err != nil {
-		return nil, fmt.Errorf("reading the previous release %s: %w", d, err)
+		return nil, err
 	}
 	seen := map[string]bool{}
 	for _, layer := range layers {
 		ld, err := layer.Digest()
 		if err != nil {
-			return nil, fmt.Errorf("reading the previous release %s: %w", d, err)
+			return nil, err
 		}
 		seen[ld.String()] = true
 	}
@@ -249,10 +345,15 @@ func (r *Real) Sign(ctx context.Context, l *lock.Lock, d name.Digest) error {
 	return sign.SignAndAttest(ctx, d, l, r.cfg.Builder, r.signOpts(r.cfg.SignOptions)...)
 }
 
-// Verified implements Stages: a passing result for exactly d and l, signed
-// by the verifier key.
+// Verified implements Stages: a passing result for exactly d (of an image
+// index, for the image of this host's platform inside it) and l, signed by
+// the verifier key.
 func (r *Real) Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error) {
-	preds, err := sign.VerifyAttestations(ctx, d, verify.PredicateType, r.cfg.VerifierPublicKey, r.signOpts(r.cfg.VerifierSignOptions)...)
+	img, _, _, err := r.target(ctx, l, d)
+	if err != nil {
+		return nil, err
+	}
+	preds, err := sign.VerifyAttestations(ctx, img, verify.PredicateType, r.cfg.VerifierPublicKey, r.signOpts(r.cfg.VerifierSignOptions)...)
 	if err != nil {
 		return nil, nil // none yet, or none we trust: verify again
 	}
@@ -261,7 +362,7 @@ func (r *Real) Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*veri
 		if json.Unmarshal(p, &res) != nil {
 			continue
 		}
-		if res.Passed && res.Digest == d.DigestStr() && res.LockDigest == l.Digest {
+		if res.Passed && res.Digest == img.DigestStr() && res.LockDigest == l.Digest {
 			return &res, nil
 		}
 	}
@@ -269,27 +370,50 @@ func (r *Real) Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*veri
 }
 
 // Verify implements Stages: run the checks, then attach the result, passing
-// or not, signed by the verifier key.
+// or not, signed by the verifier key. Of an image index it verifies the
+// image of this host's platform, with that platform's view of the lock, and
+// the result (attached to that image) lists the other platforms as not
+// verified: promotion then needs them verified elsewhere or named in
+// SkipPlatforms.
 func (r *Real) Verify(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error) {
 	// The runtime pulls the image itself: a registry that refuses the
 	// credentials is said here, by name, instead of as a failed probe.
 	if _, err := remote.Head(d, r.remoteOptions(ctx)...); err != nil {
 		return nil, r.cfg.Access.Classify(fmt.Errorf("reading %s before verifying it: %w", d, err))
 	}
-	rt, err := r.cfg.VerifyRuntime(l, d)
+	img, vl, opts, err := r.target(ctx, l, d)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := r.cfg.VerifyRuntime(vl, img)
 	if err != nil {
 		return nil, err
 	}
 	defer rt.Close()
-	opts := append([]verify.Option{verify.WithImage(d), verify.WithRuntime(rt)}, r.cfg.VerifyOptions...)
-	res, runErr := verify.Run(ctx, l, opts...)
+	opts = append(append(opts, verify.WithRuntime(rt)), r.cfg.VerifyOptions...)
+	res, runErr := verify.Run(ctx, vl, opts...)
 	if res == nil {
 		return nil, runErr
 	}
-	if err := verify.Attest(ctx, d, res, r.signOpts(r.cfg.VerifierSignOptions)...); err != nil {
+	if err := verify.Attest(ctx, img, res, r.signOpts(r.cfg.VerifierSignOptions)...); err != nil {
 		return res, errors.Join(runErr, fmt.Errorf("attaching the verification result: %w", err))
 	}
 	return res, runErr
+}
+
+// target is what the verify stage runs for d built from l: d itself with
+// l, or, when l has several platforms (d is their image index), the image
+// of this host's platform with its view of the lock (verify.ForHost); with
+// the verify options that bind the result to it.
+func (r *Real) target(ctx context.Context, l *lock.Lock, d name.Digest) (name.Digest, *lock.Lock, []verify.Option, error) {
+	if len(l.Platforms) == 0 {
+		return d, l, []verify.Option{verify.WithImage(d)}, nil
+	}
+	t, err := verify.ForHost(ctx, d, l, verify.HostPlatform(), r.cfg.Access)
+	if err != nil {
+		return name.Digest{}, nil, nil, r.cfg.Access.Classify(err)
+	}
+	return t.Image, t.Lock, []verify.Option{verify.WithTarget(t)}, nil
 }
 
 // Promote implements Stages: record d in the release file, reconcile the
@@ -319,6 +443,7 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	if _, err := promote.Run(ctx, pending,
 		promote.WithConfirm(true),
 		promote.WithRequireContainerRuntime(r.cfg.RequireContainerRuntime),
+		promote.WithSkipPlatforms(r.cfg.SkipPlatforms...),
 		promote.WithTrustedKeys(r.cfg.PublicKey),
 		promote.WithVerifierKeys(r.cfg.VerifierPublicKey),
 		promote.WithLockFile(r.lockPath(l.Name)),
@@ -383,16 +508,42 @@ func releaseTag(f *promote.File, image, month string, d name.Digest) string {
 func (r *Real) writeChangelog(ctx context.Context, l *lock.Lock, tag string, prev *promote.Release) (string, error) {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# %s (%s)\n\n", tag, r.cfg.Month)
+	var old *lock.Lock
 	if prev == nil {
-		fmt.Fprintf(&buf, "First release: %d debs, %d wheels.\n", len(l.Apt), len(l.Pip))
+		fmt.Fprintf(&buf, "First release.\n")
 	} else {
-		old, err := r.releasedLock(ctx, prev)
+		var err error
+		if old, err = r.releasedLock(ctx, prev); err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&buf, "Changes since %s (%s, %s):\n", strings.Join(prev.Tags, ", "), prev.Month, prev.Source)
+	}
+	// One section per platform: each platform's image has its own base,
+	// debs and wheels (a single-platform lock has one).
+	for _, p := range l.PlatformNames() {
+		view, err := l.ForPlatform(p)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&buf, "Changes since %s (%s, %s):\n\n", strings.Join(prev.Tags, ", "), prev.Month, prev.Source)
-		if err := lock.Diff(old, l).WriteText(&buf); err != nil {
+		fmt.Fprintf(&buf, "\n## %s\n\n", p)
+		if old == nil {
+			fmt.Fprintf(&buf, "%d debs, %d wheels.\n", len(view.Apt), len(view.Pip))
+			continue
+		}
+		ov, err := old.ForPlatform(p)
+		if err != nil {
+			fmt.Fprintf(&buf, "New platform: %d debs, %d wheels.\n", len(view.Apt), len(view.Pip))
+			continue
+		}
+		if err := lock.Diff(ov, view).WriteText(&buf); err != nil {
 			return "", err
+		}
+	}
+	if old != nil {
+		for _, p := range old.PlatformNames() {
+			if !slices.Contains(l.PlatformNames(), p) {
+				fmt.Fprintf(&buf, "\n## %s\n\nPlatform dropped: this release has no %s image.\n", p, p)
+			}
 		}
 	}
 	path := filepath.Join(r.cfg.ImagesDir, l.Name, "changelog-"+tag+".md")

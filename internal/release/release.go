@@ -62,6 +62,25 @@ type Built struct {
 	// Previous is the digest of the previous release compared against;
 	// empty for a first release.
 	Previous string
+	// Platforms are the images of a multi-platform build (Digest is then
+	// their image index), each compared with the previous release's image
+	// of the same platform; Layers, ChangedLayers and ChangedBytes above
+	// are their sums. Nil for a single-platform image.
+	Platforms []PlatformBuilt
+}
+
+// PlatformBuilt is one platform's image inside a built image index.
+type PlatformBuilt struct {
+	// Platform is "linux/arm64".
+	Platform string
+	Digest   name.Digest
+	Size     int64
+	Layers   int
+	// ChangedLayers and ChangedBytes compare the image's layers with the
+	// previous release's image of the same platform (all of them when it
+	// had none).
+	ChangedLayers int
+	ChangedBytes  int64
 }
 
 // Promoted describes a promotion.
@@ -86,6 +105,9 @@ type Outcome struct {
 	Delta    int64
 	Result   *verify.Result
 	Promoted Promoted
+	// Platforms are the images of a multi-platform image, with what the
+	// verify stage found for each; nil for a single-platform image.
+	Platforms []PlatformOutcome
 	// Done lists the stages that ran or were found already done, in order.
 	Done []string
 	// Resumed lists stages skipped because their result already existed.
@@ -94,6 +116,21 @@ type Outcome struct {
 	FailedStage string
 	Err         error
 	Durations   map[string]time.Duration
+}
+
+// PlatformOutcome is one platform's image of a multi-platform image.
+type PlatformOutcome struct {
+	Platform string `json:"platform"`
+	// Digest is the image inside the index, sha256:...
+	Digest  string `json:"digest"`
+	Size    int64  `json:"size"`
+	Layers  int    `json:"layers"`
+	Changed int    `json:"changed_layers"`
+	Delta   int64  `json:"delta_bytes"`
+	// Verify is verify.PlatformVerified or verify.PlatformFailed for the
+	// platform verified on this host, verify.PlatformNotVerified for the
+	// others; empty before the verify stage ran.
+	Verify string `json:"verify,omitempty"`
 }
 
 // StageError says which stage stopped an image.
@@ -189,6 +226,21 @@ func Run(ctx context.Context, imgs []spec.Image, s Stages, opts ...Option) ([]Ou
 	return out, exitcode.Wrap(exitcode.Code(errs[0]), errors.Join(errs...))
 }
 
+// platformStatus copies the verify result's platform statuses into
+// oc.Platforms.
+func (oc *Outcome) platformStatus() {
+	if oc.Result == nil {
+		return
+	}
+	for _, ps := range oc.Result.Platforms {
+		for i := range oc.Platforms {
+			if oc.Platforms[i].Platform == ps.Platform {
+				oc.Platforms[i].Verify = ps.Status
+			}
+		}
+	}
+}
+
 func runOne(ctx context.Context, img spec.Image, s Stages, o *options) Outcome {
 	oc := Outcome{Image: img.Name, Durations: map[string]time.Duration{}}
 	log := logs.From(ctx).With("image", img.Name)
@@ -233,6 +285,10 @@ func runOne(ctx context.Context, img spec.Image, s Stages, o *options) Outcome {
 	}
 	oc.Ref, oc.Digest, oc.Previous = b.Digest.String(), b.Digest.DigestStr(), b.Previous
 	oc.Size, oc.Layers, oc.Changed, oc.Delta = b.Size, b.Layers, b.ChangedLayers, b.ChangedBytes
+	for _, p := range b.Platforms {
+		oc.Platforms = append(oc.Platforms, PlatformOutcome{Platform: p.Platform, Digest: p.Digest.DigestStr(),
+			Size: p.Size, Layers: p.Layers, Changed: p.ChangedLayers, Delta: p.ChangedBytes})
+	}
 	if !step(StageSign, func() (bool, error) {
 		done, err := s.Signed(ctx, b.Digest)
 		if err != nil || done {
@@ -253,8 +309,10 @@ func runOne(ctx context.Context, img spec.Image, s Stages, o *options) Outcome {
 		oc.Result = r
 		return false, err
 	}) {
+		oc.platformStatus()
 		return oc
 	}
+	oc.platformStatus()
 	if !o.promote {
 		return oc
 	}

@@ -28,6 +28,12 @@ valid lock attestation by a trusted --key, and a passing verification
 attestation for exactly this digest and lock by a --verifier-key (exit 5
 otherwise, naming the gate).
 
+A multi-platform image's tag resolves to its OCI image index, and pin prints the
+index digest (one reference for every node type). Each platform's image must
+have its own passing verification, unless --skip-platform names the platform
+(e.g. an amd64 cluster pinning an index whose arm64 image was not verified);
+--output json lists each platform's image and whether it was verified or skipped.
+
 NAME is an image name (its release repository is read from
 images/NAME/releases.json) or a full repository (registry/path:TAG).
 --output json adds the attested lock's summary.
@@ -37,6 +43,7 @@ a private CA is added with --ca-file. A registry that refuses the login is exit
 77, naming it and the Docker config entry tried.`,
 		Example: `  imagectl pin pytorch-2.6-cu124:2.6-cu124
   imagectl pin registry.example/ml/pytorch:2.6-cu124-2026.12 --key cosign.pub --verifier-key verifier.pub -o json
+  imagectl pin pytorch-cu126-py3.11:pytorch-cu126-py3.11 --skip-platform linux/arm64 -o json
   DOCKER_CONFIG=~/.docker-platform imagectl pin registry.example/ml/pytorch:2.6-cu124 --ca-file platform-ca.pem`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -37,6 +37,7 @@ type releaseFlags struct {
 	month                    string
 	metricsFile, pushgateway string
 	builderID                string
+	skipPlatforms            []string
 }
 
 func newReleaseCmd() *cobra.Command {
@@ -52,6 +53,11 @@ verifier key) and promotion (the digest recorded in images/NAME/releases.json
 with the tags NAME-YYYY.MM and NAME, the release repository reconciled, and the
 month's changelog written beside it).
 
+An image with several platforms (spec platforms) is built into an OCI image
+index. Its verify stage runs the image of this host's platform and reports the
+others as not verified; promotion then needs each other platform verified (on a
+GPU host of that platform, imagectl verify --sign) or named with --skip-platform.
+
 An image stops at its first failing stage, named in the table; the others go on.
 A re-run skips what is done: BuildKit's cache makes the build a no-op, and a
 digest already signed or verified is not signed or verified again.
@@ -64,7 +70,12 @@ stops the image with exit 77, naming the host and the credential source.`,
   imagectl release specs/pytorch.hcl --jobs 2 --key signing.key --verifier-key verifier.key \
     --verify-runtime in-place --metrics-file /var/lib/node_exporter/imagectl.prom
 
-  # one image of the demo, locking it first, verifying with podman
+  # a linux/amd64 + linux/arm64 image from an amd64 GPU host: verify runs the
+  # amd64 image, and the arm64 one is promoted without a verification of its own
+  imagectl release specs/pytorch.hcl --image pytorch-cu126-py3.11 --key signing.key \
+    --verifier-key verifier.key --skip-platform linux/arm64
+
+  # one image of the demo, locking it first, verifying with containerd
   imagectl release specs/demo.hcl --image demo --lock-missing --key k/cosign.key \
     --verifier-key v/cosign.key --verify-runtime containerd`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRelease(cmd, args, &f) },
@@ -87,6 +98,7 @@ stops the image with exit 77, naming the host and the credential source.`,
 	fl.StringVar(&f.runtime, "verify-runtime", "auto", "containerd, podman, docker, in-place, or auto (containerd when its socket answers, else podman, else docker; never in-place)")
 	fl.StringVar(&f.containerd, "containerd-address", "", "containerd socket (default $CONTAINERD_ADDRESS, else "+verify.DefaultContainerdAddress+")")
 	fl.BoolVar(&f.requireContainer, "require-container-runtime", false, "promote only digests verified in a container started from the digest")
+	fl.StringSliceVar(&f.skipPlatforms, "skip-platform", nil, "multi-platform images: a platform (linux/arm64) whose image may be promoted unverified; verify runs this host's platform, every other platform must be verified or named here (repeatable)")
 	fl.StringVar(&f.storage, "storage", "", "container runtimes: host folder mounted as the image's storage (default: a throwaway ready folder per image)")
 	fl.BoolVar(&f.lockMissing, "lock-missing", false, "resolve and write a lock that does not exist yet")
 	fl.BoolVar(&f.noPromote, "no-promote", false, "stop after verification")
@@ -142,6 +154,7 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		VerifierPublicKey:       pubFor(f.verifierPub, f.verifierKey),
 		VerifyRuntime:           rt,
 		RequireContainerRuntime: f.requireContainer,
+		SkipPlatforms:           f.skipPlatforms,
 		Month:                   f.month,
 		Access:                  access,
 	})
@@ -225,29 +238,30 @@ func buildkitVersion(cmd *cobra.Command, c *client.Client) string {
 }
 
 type releaseRow struct {
-	Image         string             `json:"image"`
-	Ref           string             `json:"ref,omitempty"`
-	Digest        string             `json:"digest,omitempty"`
-	Previous      string             `json:"previous,omitempty"`
-	Size          int64              `json:"size,omitempty"`
-	Layers        int                `json:"layers,omitempty"`
-	ChangedLayers int                `json:"changed_layers"`
-	DeltaBytes    int64              `json:"delta_bytes"`
-	Verify        *verify.Result     `json:"verify,omitempty"`
-	Reference     string             `json:"reference,omitempty"`
-	Tags          []string           `json:"tags,omitempty"`
-	Changelog     string             `json:"changelog,omitempty"`
-	Resumed       []string           `json:"resumed,omitempty"`
-	FailedStage   string             `json:"failed_stage,omitempty"`
-	Error         string             `json:"error,omitempty"`
-	Seconds       map[string]float64 `json:"seconds"`
+	Image         string                    `json:"image"`
+	Ref           string                    `json:"ref,omitempty"`
+	Digest        string                    `json:"digest,omitempty"`
+	Previous      string                    `json:"previous,omitempty"`
+	Size          int64                     `json:"size,omitempty"`
+	Layers        int                       `json:"layers,omitempty"`
+	ChangedLayers int                       `json:"changed_layers"`
+	DeltaBytes    int64                     `json:"delta_bytes"`
+	Verify        *verify.Result            `json:"verify,omitempty"`
+	Platforms     []release.PlatformOutcome `json:"platforms,omitempty"`
+	Reference     string                    `json:"reference,omitempty"`
+	Tags          []string                  `json:"tags,omitempty"`
+	Changelog     string                    `json:"changelog,omitempty"`
+	Resumed       []string                  `json:"resumed,omitempty"`
+	FailedStage   string                    `json:"failed_stage,omitempty"`
+	Error         string                    `json:"error,omitempty"`
+	Seconds       map[string]float64        `json:"seconds"`
 }
 
 func releaseJSON(outcomes []release.Outcome) []releaseRow {
 	rows := make([]releaseRow, 0, len(outcomes))
 	for _, oc := range outcomes {
 		r := releaseRow{Image: oc.Image, Ref: oc.Ref, Digest: oc.Digest, Previous: oc.Previous, Size: oc.Size, Layers: oc.Layers,
-			ChangedLayers: oc.Changed, DeltaBytes: oc.Delta, Verify: oc.Result,
+			ChangedLayers: oc.Changed, DeltaBytes: oc.Delta, Verify: oc.Result, Platforms: oc.Platforms,
 			Reference: oc.Promoted.Reference, Tags: oc.Promoted.Tags, Changelog: oc.Promoted.Changelog,
 			Resumed: oc.Resumed, FailedStage: oc.FailedStage, Seconds: map[string]float64{}}
 		if oc.Err != nil {
@@ -278,6 +292,17 @@ func writeReleaseTable(w io.Writer, outcomes []release.Outcome) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", oc.Image, short(oc.Digest), humanBytes(oc.Size),
 			changed, verifySummary(oc.Result), strings.Join(oc.Promoted.Tags, ","), result)
+		for _, p := range oc.Platforms {
+			changed := "-"
+			if oc.Previous != "" {
+				changed = fmt.Sprintf("%d/%d (%s)", p.Changed, p.Layers, humanBytes(p.Delta))
+			}
+			st := p.Verify
+			if st == "" {
+				st = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\t\n", p.Platform, short(p.Digest), humanBytes(p.Size), changed, st)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -150,7 +150,7 @@ func TestE2ETwoCleanBuildsSameDigest(t *testing.T) {
 	}
 }
 
-func prune(t *testing.T, c *client.Client) {
+func prune(t testing.TB, c *client.Client) {
 	t.Helper()
 	ch := make(chan client.UsageInfo)
 	done := make(chan int64)

@@ -22,13 +22,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -39,6 +37,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"imagectl/hack/internal/rootfs"
 )
 
 func main() {
@@ -126,8 +126,6 @@ func isEmptied(rel string) bool {
 	return false
 }
 
-type inode struct{ dev, ino uint64 }
-
 func writeTar(root, out string, sde time.Time) error {
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return fmt.Errorf("rootfs %s: not a directory", root)
@@ -140,8 +138,8 @@ func writeTar(root, out string, sde time.Time) error {
 	defer os.Remove(tmp)
 	zw := gzip.NewWriter(f) // no name, no mtime: the same bytes every time
 	tw := tar.NewWriter(zw)
-	links := map[inode]string{}
-	var files, bytes int64
+	rw := rootfs.NewWriter(tw)
+	rw.Clamp = sde
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -160,65 +158,14 @@ func writeTar(root, out string, sde time.Time) error {
 		if !d.IsDir() && (isEmptied(rel) || dropped[rel]) {
 			return nil
 		}
+		if strings.HasPrefix(rel, "var/cache/apt/") && strings.HasSuffix(rel, ".bin") {
+			return nil
+		}
 		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		mode := fi.Mode()
-		if mode&(fs.ModeSocket|fs.ModeNamedPipe|fs.ModeDevice|fs.ModeCharDevice) != 0 {
-			return nil // no device nodes, sockets or pipes in an image layer
-		}
-		if strings.HasPrefix(rel, "var/cache/apt/") && strings.HasSuffix(rel, ".bin") {
-			return nil
-		}
-		link := ""
-		if mode&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(path); err != nil {
-				return err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		hdr.Name = rel
-		if fi.IsDir() {
-			hdr.Name += "/"
-		}
-		hdr.Uname, hdr.Gname = "", ""
-		hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
-		hdr.Format = tar.FormatPAX
-		hdr.PAXRecords = nil
-		mt := fi.ModTime().Truncate(time.Second)
-		if mt.After(sde) {
-			mt = sde
-		}
-		hdr.ModTime = mt
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && mode.IsRegular() && st.Nlink > 1 {
-			k := inode{uint64(st.Dev), uint64(st.Ino)}
-			if first, ok := links[k]; ok {
-				hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, first, 0
-			} else {
-				links[k] = rel
-			}
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		files++
-		if hdr.Typeflag == tar.TypeReg {
-			src, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			n, err := io.Copy(tw, src)
-			src.Close()
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			bytes += n
-		}
-		return nil
+		return rw.Add(path, rel, fi)
 	})
 	if err == nil {
 		err = tw.Close()
@@ -240,7 +187,7 @@ func writeTar(root, out string, sde time.Time) error {
 	if err := os.Rename(tmp, out); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "mkbase: %s: %d entries, %d bytes of file data\n", out, files, bytes)
+	fmt.Fprintf(os.Stderr, "mkbase: %s: %d entries, %d bytes of file data\n", out, rw.Entries, rw.Bytes)
 	return nil
 }
 

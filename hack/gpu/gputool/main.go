@@ -28,12 +28,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
@@ -49,6 +47,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/zstd"
 
+	"imagectl/hack/internal/rootfs"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
 )
@@ -132,8 +131,6 @@ func isSkipped(rel string) bool {
 	return false
 }
 
-type inode struct{ dev, ino uint64 }
-
 func base(root, push string, adds []string) error {
 	if push == "" {
 		return errors.New("base: --push is required")
@@ -153,51 +150,8 @@ func base(root, push string, adds []string) error {
 		return err
 	}
 	tw := tar.NewWriter(zw)
-	links := map[inode]string{}
-	var files, size int64
-	add := func(path, rel string, fi fs.FileInfo) error {
-		mode := fi.Mode()
-		if mode&(fs.ModeSocket|fs.ModeNamedPipe|fs.ModeDevice|fs.ModeCharDevice) != 0 {
-			return nil
-		}
-		link := ""
-		if mode&fs.ModeSymlink != 0 {
-			if link, err = os.Readlink(path); err != nil {
-				return err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(fi, link)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		hdr.Name, hdr.Uname, hdr.Gname, hdr.Format = rel, "", "", tar.FormatPAX
-		if fi.IsDir() {
-			hdr.Name += "/"
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && mode.IsRegular() && st.Nlink > 1 {
-			k := inode{uint64(st.Dev), uint64(st.Ino)}
-			if first, ok := links[k]; ok {
-				hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, first, 0
-			} else {
-				links[k] = rel
-			}
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		files++
-		if hdr.Typeflag != tar.TypeReg {
-			return nil
-		}
-		src, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		n, err := io.Copy(tw, src)
-		size += n
-		return err
-	}
+	rw := rootfs.NewWriter(tw)
+	add := rw.Add
 	walk := func(dir, prefix string, skip bool) error {
 		return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -293,7 +247,7 @@ func base(root, push string, adds []string) error {
 	}
 	st, _ := os.Stat(f.Name())
 	fmt.Fprintf(os.Stderr, "gputool base: %d entries, %d bytes of files, %d bytes zstd, packed in %s, pushed in %s\n",
-		files, size, st.Size(), packed.Round(time.Millisecond), (time.Since(start) - packed).Round(time.Millisecond))
+		rw.Entries, rw.Bytes, st.Size(), packed.Round(time.Millisecond), (time.Since(start) - packed).Round(time.Millisecond))
 	fmt.Println(ref.Context().Digest(d.String()).String())
 	return nil
 }

@@ -33,7 +33,8 @@ import (
 // image in a containerd container (this host's platform) and reports arm64
 // as not verified. Promotion is refused until the release names linux/arm64
 // as a platform it may skip (nothing is written before); then both images
-// are promoted under the index, and pin returns the index digest. The next
+// are promoted under the index, pin returns the index digest, and podman
+// runs the pinned reference's arm64 image through its init. The next
 // month's periphery update is compared per platform.
 func TestReleasePlatformsEndToEnd(t *testing.T) {
 	env := testenv.Get(t)
@@ -228,6 +229,21 @@ func TestReleasePlatformsEndToEnd(t *testing.T) {
 			t.Errorf("Pinned platform %+v, want %s %s %s", p, p.Platform, child[p.Platform], wantPin[p.Platform])
 		}
 	}
+	// One reference for both node types: podman on an arm64 node (here
+	// under QEMU) pulls the pinned index and runs its arm64 image through
+	// that image's own init.
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		t.Fatalf("podman is needed (make deps): %v", err)
+	}
+	arm := exec.CommandContext(ctx, podman, "run", "--rm", "--tls-verify=false", "--network", "none", "--platform", "linux/arm64",
+		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "-e", "IMAGECTL_STORAGE_TIMEOUT=1s",
+		pinned.Ref, "/opt/venv/bin/python", "-c", "import demo_util, platform; print('machine=' + platform.machine())")
+	if out, err := arm.CombinedOutput(); err != nil || !strings.Contains(string(out), "machine=aarch64") || !strings.Contains(string(out), "imagectl-init: ") {
+		t.Errorf("podman run --platform linux/arm64 %s = %v:\n%s\nwant machine=aarch64, started by the init", pinned.Ref, err, out)
+	}
+	_ = exec.CommandContext(ctx, podman, "rmi", "--force", pinned.Ref).Run()
+
 	b, err := os.ReadFile(oc.Promoted.Changelog)
 	if err != nil || !strings.Contains(string(b), "## linux/amd64") || !strings.Contains(string(b), "## linux/arm64") {
 		t.Errorf("changelog %s = %q, %v; want a section per platform", oc.Promoted.Changelog, b, err)

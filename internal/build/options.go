@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/client"
 
 	"imagectl/internal/auth"
@@ -30,6 +31,7 @@ type options struct {
 	rewrite      bool
 	compression  string
 	access       *auth.Access
+	clients      map[string]Client
 }
 
 // makeOptions applies every option, even after one fails, so that a
@@ -219,6 +221,31 @@ func WithAccess(a *auth.Access) Option {
 			return errors.New("access is nil")
 		}
 		o.access = a
+		return nil
+	}
+}
+
+// WithPlatformClient solves the image of platform ("linux/arm64") on c,
+// a buildkitd of that architecture, instead of Solve's client. A lock of
+// several platforms is always built one platform at a time, each image
+// pushed by digest, and the OCI image index assembled from them, so its
+// digest does not depend on how many builders built it. A platform the
+// lock does not have is not built (imagectl build refuses it; release
+// passes one set of builders to locks of different platforms). The
+// default is Solve's client for every platform.
+func WithPlatformClient(platform string, c Client) Option {
+	return func(o *options) error {
+		if c == nil {
+			return fmt.Errorf("builder of %s is nil", platform)
+		}
+		p, err := v1.ParsePlatform(platform)
+		if err != nil || p.OS == "" || p.Architecture == "" {
+			return fmt.Errorf("builder platform %q: want OS/ARCH[/VARIANT], e.g. linux/arm64", platform)
+		}
+		if o.clients == nil {
+			o.clients = map[string]Client{}
+		}
+		o.clients[p.String()] = c
 		return nil
 	}
 }

@@ -152,29 +152,47 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 			return nil, err
 		}
 	}
+	clients := make([]Client, len(targets))
+	for i, t := range targets {
+		clients[i] = o.clientFor(t.platform, c)
+		if clients[i] == nil {
+			closeStatus(o)
+			return nil, fmt.Errorf("building %s: no buildkitd for %s (Solve's client is nil and no WithPlatformClient names it)", l.Name, platformString(t.platform))
+		}
+	}
 	log := logs.From(ctx)
 	log.Debug("solving", "image", l.Name, "target", target, "oci_layout", o.ociLayout, "platforms", len(targets))
+	if len(targets) > 1 {
+		return solveIndex(ctx, clients, l, o, targets, arts, target)
+	}
+	resp, err := solveTarget(ctx, clients[0], o, sopt, targets[0], o.status)
+	if err != nil {
+		return nil, fmt.Errorf("building %s: %w", l.Name, mapSolveError(err, arts))
+	}
+	return result(ctx, l, o, target, resp, targets)
+}
 
-	cacheImports := make([]gateway.CacheOptionsEntry, 0, len(o.cacheFrom))
-	for _, e := range o.cacheFrom {
+// solveTarget solves one platform's image on c and exports it as sopt
+// says; c closes status when it returns.
+func solveTarget(ctx context.Context, c Client, o *options, sopt client.SolveOpt, t buildTarget, status chan *client.SolveStatus) (*client.SolveResponse, error) {
+	cacheImports := make([]gateway.CacheOptionsEntry, 0, len(sopt.CacheImports))
+	for _, e := range sopt.CacheImports {
 		cacheImports = append(cacheImports, gateway.CacheOptionsEntry{Type: e.Type, Attrs: e.Attrs})
 	}
 	// An error of buildFunc reaches c.Build's caller as text only (it
 	// travels through buildkitd): keep the typed one.
 	var policyErr error
-	// solveOne solves one platform's image and returns it with its config
-	// and its base's config.
-	solveOne := func(ctx context.Context, gc gateway.Client, t buildTarget) (*gateway.Result, []byte, []byte, error) {
+	buildFunc := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
 		res, err := gc.Solve(ctx, gateway.SolveRequest{Definition: t.def.ToPB(), CacheImports: cacheImports})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		if t.lock.Policy.SSHKeyOnly {
 			if err := checkSSH(ctx, gc, t.lock, t.root); err != nil {
 				if pe := (*SSHPolicyError)(nil); errors.As(err, &pe) {
 					policyErr = pe
 				}
-				return nil, nil, nil, err
+				return nil, err
 			}
 		}
 		baseRef := Plan(t.lock).Base
@@ -182,64 +200,27 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 			ImageOpt: &sourceresolver.ResolveImageOpt{Platform: &t.platform, ResolveMode: "default"},
 		})
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("reading the config of base %s: %w", baseRef, err)
+			return nil, fmt.Errorf("reading the config of base %s: %w", baseRef, err)
 		}
 		var base ocispecs.Image
 		if err := json.Unmarshal(cfg, &base); err != nil {
-			return nil, nil, nil, fmt.Errorf("parsing the config of base %s: %w", baseRef, err)
+			return nil, fmt.Errorf("parsing the config of base %s: %w", baseRef, err)
 		}
 		img, err := json.Marshal(ImageConfig(t.lock, base))
 		if err != nil {
-			return nil, nil, nil, err
-		}
-		return res, img, cfg, nil
-	}
-	buildFunc := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
-		if len(targets) == 1 {
-			res, img, cfg, err := solveOne(ctx, gc, targets[0])
-			if err != nil {
-				return nil, err
-			}
-			res.AddMeta(exptypes.ExporterImageConfigKey, img)
-			// With the base's config, the exporter leaves the base's layers
-			// as they are instead of rewriting their timestamps.
-			res.AddMeta(exptypes.ExporterImageBaseConfigKey, cfg)
-			return res, nil
-		}
-		// Several platforms: one ref and one config per platform, and the
-		// platform list, from which the exporter makes an OCI image index.
-		out := gateway.NewResult()
-		var eps exptypes.Platforms
-		for _, t := range targets {
-			res, img, cfg, err := solveOne(ctx, gc, t)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", platformString(t.platform), err)
-			}
-			ref, err := res.SingleRef()
-			if err != nil {
-				return nil, err
-			}
-			id := platformString(t.platform)
-			out.AddRef(id, ref)
-			out.AddMeta(exptypes.ExporterImageConfigKey+"/"+id, img)
-			out.AddMeta(exptypes.ExporterImageBaseConfigKey+"/"+id, cfg)
-			eps.Platforms = append(eps.Platforms, exptypes.Platform{ID: id, Platform: t.platform})
-		}
-		dt, err := json.Marshal(eps)
-		if err != nil {
 			return nil, err
 		}
-		out.AddMeta(exptypes.ExporterPlatformsKey, dt)
-		return out, nil
+		res.AddMeta(exptypes.ExporterImageConfigKey, img)
+		// With the base's config, the exporter leaves the base's layers
+		// as they are instead of rewriting their timestamps.
+		res.AddMeta(exptypes.ExporterImageBaseConfigKey, cfg)
+		return res, nil
 	}
-	resp, err := c.Build(ctx, sopt, "imagectl", buildFunc, o.status)
+	resp, err := c.Build(ctx, sopt, "imagectl", buildFunc, status)
 	if err != nil && policyErr != nil {
-		return nil, fmt.Errorf("building %s: %w", l.Name, policyErr)
+		return nil, policyErr
 	}
-	if err != nil {
-		return nil, fmt.Errorf("building %s: %w", l.Name, mapSolveError(err, arts))
-	}
-	return result(ctx, l, o, target, resp, targets)
+	return resp, err
 }
 
 // buildTarget is one platform of a build: its view of the lock, its root

@@ -18,6 +18,9 @@ func Path(dir, name string) string {
 
 // LockAll resolves each image and writes its lock under dir, atomically.
 func LockAll(ctx context.Context, dir string, imgs []spec.Image, opts ...Option) error {
+	if err := CheckPlatformBuilders(imgs, opts...); err != nil {
+		return err
+	}
 	for _, img := range imgs {
 		l, err := Resolve(ctx, img, opts...)
 		if err != nil {
@@ -69,6 +72,9 @@ func CheckAll(ctx context.Context, dir string, imgs []spec.Image, opts ...Option
 // by image name. A lock is rewritten only when its upgrade succeeded.
 func UpgradeAll(ctx context.Context, dir string, imgs []spec.Image, opts ...Option) (map[string]Changes, error) {
 	out := map[string]Changes{}
+	if err := CheckPlatformBuilders(imgs, opts...); err != nil {
+		return out, err
+	}
 	for _, img := range imgs {
 		p := Path(dir, img.Name)
 		old, err := Read(p)

@@ -5,7 +5,9 @@ import (
 	"os"
 	"strconv"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/moby/buildkit/client"
 
 	"imagectl/internal/auth"
 	"imagectl/internal/pyindex"
@@ -17,6 +19,8 @@ type Option func(*options) error
 type options struct {
 	runner      Runner
 	buildkit    string
+	clientOpts  []client.ClientOpt
+	platforms   map[string]platformBuilder
 	remote      []remote.Option
 	access      *auth.Access
 	catalog     Catalog
@@ -52,9 +56,80 @@ func makeOptions(opts []Option) (*options, error) {
 		if o.buildkit == "" {
 			return nil, fmt.Errorf("no BuildKit address: set BUILDKIT_HOST or pass --addr")
 		}
-		o.runner = &buildkitRunner{addr: o.buildkit, hostNetwork: o.hostNetwork}
+		o.runner = &buildkitRunner{addr: o.buildkit, hostNetwork: o.hostNetwork, clientOpts: o.clientOpts}
 	}
 	return o, nil
+}
+
+// platformBuilder is where one platform's jobs run: a Runner, or a
+// buildkitd address (made a runner once every option is known).
+type platformBuilder struct {
+	runner Runner
+	addr   string
+	opts   []client.ClientOpt
+}
+
+// runnerFor is the runner of platform p's jobs: WithPlatformRunner's or
+// WithPlatformBuildkit's, else the default one.
+func (o *options) runnerFor(p string) Runner {
+	b, ok := o.platforms[p]
+	switch {
+	case !ok:
+		return o.runner
+	case b.runner != nil:
+		return b.runner
+	default:
+		return &buildkitRunner{addr: b.addr, hostNetwork: o.hostNetwork, clientOpts: b.opts}
+	}
+}
+
+func (o *options) setPlatform(platform string, b platformBuilder) error {
+	p, err := v1.ParsePlatform(platform)
+	if err != nil || p.OS == "" || p.Architecture == "" {
+		return fmt.Errorf("builder platform %q: want OS/ARCH[/VARIANT], e.g. linux/arm64", platform)
+	}
+	if o.platforms == nil {
+		o.platforms = map[string]platformBuilder{}
+	}
+	o.platforms[p.String()] = b
+	return nil
+}
+
+// WithPlatformBuildkit runs the jobs of platform ("linux/arm64": its apt
+// and pip steps, inside its base) on the buildkitd at addr, a builder of
+// that architecture, natively instead of under emulation; opts are its
+// client's (TLS: client.WithServerConfig, client.WithCredentials). An
+// image without that platform does not use it. The default runs every
+// platform on WithBuildkit's address.
+func WithPlatformBuildkit(platform, addr string, opts ...client.ClientOpt) Option {
+	return func(o *options) error {
+		if addr == "" {
+			return fmt.Errorf("buildkitd address of %s is empty", platform)
+		}
+		return o.setPlatform(platform, platformBuilder{addr: addr, opts: opts})
+	}
+}
+
+// WithPlatformRunner runs the jobs of platform on r (tests use a fake).
+// The default is WithPlatformBuildkit's builder, else WithRunner's, else
+// WithBuildkit's.
+func WithPlatformRunner(platform string, r Runner) Option {
+	return func(o *options) error {
+		if r == nil {
+			return fmt.Errorf("runner of %s is nil", platform)
+		}
+		return o.setPlatform(platform, platformBuilder{runner: r})
+	}
+}
+
+// WithBuildkitOptions sets the client options of WithBuildkit's buildkitd
+// (TLS: client.WithServerConfig, client.WithCredentials). The default is
+// none.
+func WithBuildkitOptions(opts ...client.ClientOpt) Option {
+	return func(o *options) error {
+		o.clientOpts = append(o.clientOpts, opts...)
+		return nil
+	}
 }
 
 // WithBuildkit sets the buildkitd address the resolution steps run on.

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -78,4 +79,34 @@ type platformRunner struct {
 func (r platformRunner) Run(ctx context.Context, j Job) (map[string][]byte, error) {
 	j.Platform = r.platform
 	return r.Runner.Run(ctx, j)
+}
+
+// CheckPlatformBuilders fails when opts route a platform to a builder of
+// its own (WithPlatformBuildkit, WithPlatformRunner) that none of imgs has:
+// a --builder for linux/arm64 with only amd64 images is a mistake to
+// report, not a builder to ignore. LockAll and UpgradeAll check it; a
+// caller of Resolve for several images calls it itself.
+func CheckPlatformBuilders(imgs []spec.Image, opts ...Option) error {
+	o := &options{}
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			return err
+		}
+	}
+	have := map[string]bool{}
+	for _, img := range imgs {
+		ps, err := imagePlatforms(img)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			have[p.String()] = true
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(o.platforms)) {
+		if !have[p] {
+			return fmt.Errorf("builder for %s: no image to lock has platform %s (they have %s)", p, p, strings.Join(slices.Sorted(maps.Keys(have)), ", "))
+		}
+	}
+	return nil
 }

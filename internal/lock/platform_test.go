@@ -183,3 +183,84 @@ func TestResolvePlatforms(t *testing.T) {
 		t.Errorf("Upgrade(spec amd64+arm64, lock arm64) = %v, want an error that the spec adds linux/amd64", err)
 	}
 }
+
+// WithPlatformRunner sends every job of linux/arm64 (apt, pip, on resolve
+// and on upgrade) to that platform's builder and none of the others'; the
+// lock is byte-identical to the one-builder lock.
+func TestPlatformBuilderRoutesJobs(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	f.pushMultiBase(t, "amd64", "arm64")
+	img := f.demo()
+	img.Platforms = []string{"linux/amd64", "linux/arm64"}
+	one, err := Resolve(ctx, img, f.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.runner.jobs = nil
+	arm := &fakeRunner{apt: f.runner.apt, wheels: f.runner.wheels, fileURL: f.runner.fileURL}
+	split, err := Resolve(ctx, img, f.opts(WithPlatformRunner("linux/arm64", arm))...)
+	if err != nil {
+		t.Fatalf("Resolve(arm64 on its own builder) = %v", err)
+	}
+	platformsOf := func(jobs []Job) map[string]int {
+		m := map[string]int{}
+		for _, j := range jobs {
+			m[j.Platform]++
+		}
+		return m
+	}
+	def, got := platformsOf(f.runner.jobs), platformsOf(arm.jobs)
+	if def["linux/amd64"] == 0 || len(def) != 1 || got["linux/arm64"] == 0 || len(got) != 1 {
+		t.Errorf("jobs: default builder %v, arm64 builder %v; want amd64 only on the default, arm64 only on its own", def, got)
+	}
+	a, _ := Marshal(one)
+	b, _ := Marshal(split)
+	if !bytes.Equal(a, b) {
+		t.Errorf("split lock differs from the one-builder lock:\n%s", cmp.Diff(string(a), string(b)))
+	}
+
+	f.runner.jobs, arm.jobs = nil, nil
+	if _, err := Upgrade(ctx, img, split, f.opts(WithPlatformRunner("linux/arm64", arm), WithPackages("demo-util"))...); err != nil {
+		t.Fatalf("Upgrade(arm64 on its own builder) = %v", err)
+	}
+	if def, got := platformsOf(f.runner.jobs), platformsOf(arm.jobs); def["linux/arm64"] != 0 || got["linux/arm64"] == 0 || len(got) != 1 {
+		t.Errorf("upgrade jobs: default builder %v, arm64 builder %v", def, got)
+	}
+}
+
+// A builder for a platform that no image has is an error naming it and
+// the platforms the images have; a malformed platform is refused.
+func TestCheckPlatformBuilders(t *testing.T) {
+	amd := spec.Image{Name: "a"}
+	both := spec.Image{Name: "b", Platforms: []string{"linux/arm64", "linux/amd64"}}
+	arm := WithPlatformBuildkit("linux/arm64", "tcp://arm:1234")
+	if err := CheckPlatformBuilders([]spec.Image{amd, both}, arm); err != nil {
+		t.Errorf("CheckPlatformBuilders(amd64 and amd64+arm64 images) = %v", err)
+	}
+	err := CheckPlatformBuilders([]spec.Image{amd}, arm)
+	if err == nil || !strings.Contains(err.Error(), "no image to lock has platform linux/arm64 (they have linux/amd64)") {
+		t.Errorf("CheckPlatformBuilders(amd64 image, arm64 builder) = %v", err)
+	}
+	if err := LockAll(context.Background(), t.TempDir(), []spec.Image{amd}, WithRunner(&fakeRunner{}), arm); err == nil || !strings.Contains(err.Error(), "linux/arm64") {
+		t.Errorf("LockAll(amd64 image, arm64 builder) = %v, want the builder refused", err)
+	}
+	for _, p := range []string{"arm64", "linux/"} {
+		if err := CheckPlatformBuilders(nil, WithPlatformBuildkit(p, "tcp://x:1")); err == nil || !strings.Contains(err.Error(), "OS/ARCH") {
+			t.Errorf("WithPlatformBuildkit(%q) = %v, want a platform error", p, err)
+		}
+	}
+	if err := CheckPlatformBuilders(nil, WithPlatformBuildkit("linux/arm64", "")); err == nil {
+		t.Error("WithPlatformBuildkit(linux/arm64, \"\") = nil, want an error")
+	}
+	o, err := makeOptions([]Option{WithBuildkit("unix:///a.sock"), arm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := o.runnerFor("linux/arm64").(*buildkitRunner); !ok || r.addr != "tcp://arm:1234" {
+		t.Errorf("runnerFor(linux/arm64) = %#v, want the arm64 buildkitd", o.runnerFor("linux/arm64"))
+	}
+	if r, ok := o.runnerFor("linux/amd64").(*buildkitRunner); !ok || r.addr != "unix:///a.sock" {
+		t.Errorf("runnerFor(linux/amd64) = %#v, want WithBuildkit's", o.runnerFor("linux/amd64"))
+	}
+}

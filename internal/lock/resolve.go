@@ -99,7 +99,7 @@ func (c Core) String() string {
 func resolveOne(ctx context.Context, img spec.Image, o *options, p plan, plat v1.Platform) (*Lock, *pipResult, error) {
 	log := logs.From(ctx).With("platform", plat.String())
 	po := *o
-	po.runner = platformRunner{Runner: o.runner, platform: plat.String()}
+	po.runner = platformRunner{Runner: o.runnerFor(plat.String()), platform: plat.String()}
 	o = &po
 	inputs, err := InputsDigest(img)
 	if err != nil {

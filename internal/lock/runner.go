@@ -86,6 +86,7 @@ const netrcSecret = "imagectl-netrc"
 type buildkitRunner struct {
 	addr        string
 	hostNetwork bool
+	clientOpts  []client.ClientOpt
 }
 
 // UnavailableError reports a buildkitd that cannot be reached.
@@ -175,7 +176,7 @@ func (j Job) Definition(ctx context.Context, hostNetwork bool) (*llb.Definition,
 
 func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, error) {
 	log := logs.From(ctx)
-	c, err := client.New(ctx, r.addr)
+	c, err := client.New(ctx, r.addr, r.clientOpts...)
 	if err != nil {
 		return nil, &UnavailableError{Addr: r.addr, Err: err}
 	}
@@ -234,7 +235,7 @@ func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("%s: solving on %s: %w", j.Name, r.addr, err)
 	}
-	log.Info("lock step done", "step", j.Name, "platform", j.Platform, "seconds", time.Since(start).Seconds())
+	log.Info("lock step done", "step", j.Name, "platform", j.Platform, "buildkitd", r.addr, "seconds", time.Since(start).Seconds())
 	files := map[string][]byte{}
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -50,10 +50,11 @@ func Addr(addr string) string {
 	return DefaultAddr
 }
 
-// Dial connects to buildkitd at addr and checks, within timeout, that it
-// answers; otherwise it returns an UnavailableError naming addr.
-func Dial(ctx context.Context, addr string, timeout time.Duration) (*client.Client, error) {
-	c, err := client.New(ctx, addr)
+// Dial connects to buildkitd at addr (with the client options opts: TLS,
+// TLS.ClientOptions) and checks, within timeout, that it answers;
+// otherwise it returns an UnavailableError naming addr.
+func Dial(ctx context.Context, addr string, timeout time.Duration, opts ...client.ClientOpt) (*client.Client, error) {
+	c, err := client.New(ctx, addr, opts...)
 	if err != nil {
 		return nil, &UnavailableError{Service: "buildkitd", Addr: addr, Err: err}
 	}

@@ -29,6 +29,7 @@ func newBuildCmd() *cobra.Command {
 		signIt             bool
 		sf                 signFlags
 		builder            sign.Builder
+		bf                 builderFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "build --lock images/NAME/lock.json [--push] [--oci-layout DIR]",
@@ -41,7 +42,15 @@ Every step clamps the times of what it writes to the lock's SOURCE_DATE_EPOCH, s
 two clean builds give the same digest.
 
 The digest goes to stdout; --output json adds the size and the layers. Progress
-goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
+goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.
+
+A lock of several platforms is built one image per platform, each pushed by
+digest, and the OCI image index assembled from them and pushed by digest (the
+tag, with --tag, moved last). --builder PLATFORM=ADDRESS builds that platform
+on a buildkitd of its own (a native arm64 builder instead of emulation); the
+index is the same whichever builders built it. --tlscacert, --tlscert and
+--tlskey (buildctl's) apply to tcp:// addresses. With a registry cache, each
+platform caches under the tag with -OS-ARCH appended.`,
 		Example: `  # Build and push by digest to the lock's staging repository
   imagectl build --lock images/demo/lock.json --push
 
@@ -52,7 +61,12 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
   # Write an OCI layout as well, share cache through the registry, JSON details
   imagectl build --lock images/demo/lock.json --push --oci-layout out/demo \
     --cache-from type=registry,ref=127.0.0.1:5000/cache/demo:main \
-    --cache-to type=registry,ref=127.0.0.1:5000/cache/demo:main,mode=max -o json`,
+    --cache-to type=registry,ref=127.0.0.1:5000/cache/demo:main,mode=max -o json
+
+  # Two platforms, arm64 natively on its own builder over mutual TLS
+  imagectl build --lock images/demo/lock.json --push \
+    --builder linux/arm64=tcp://arm-builder:1234 \
+    --tlscacert certs/ca.pem --tlscert certs/cert.pem --tlskey certs/key.pem`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, err := out.json()
@@ -75,18 +89,30 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 			if err != nil {
 				return err
 			}
+			bs, err := bf.builders()
+			if err != nil {
+				return err
+			}
+			if err := build.CheckBuilders(l, bs); err != nil {
+				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--builder: %w", err))
+			}
 			d, err := progressui.NewDisplay(cmd.ErrOrStderr(), progressui.DisplayMode(progress))
 			if err != nil {
 				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--progress %q: %w", progress, err))
 			}
 			ctx := cmd.Context()
-			c, err := build.Dial(ctx, build.Addr(addr), timeout)
+			c, err := bf.dial(ctx, build.Addr(addr), timeout)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			opts := []build.Option{build.WithPush(push), build.WithDialTimeout(timeout),
-				build.WithAccess(accessOf(cmd)), build.WithRewriteTimestamp(rewrite), build.WithCompression(compression), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...)}
+			opts, closeBuilders, err := bf.buildOptions(ctx, timeout)
+			if err != nil {
+				return err
+			}
+			defer closeBuilders()
+			opts = append(opts, build.WithPush(push), build.WithDialTimeout(timeout),
+				build.WithAccess(accessOf(cmd)), build.WithRewriteTimestamp(rewrite), build.WithCompression(compression), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...))
 			shown := make(chan struct{})
 			if progress == string(progressui.QuietMode) {
 				close(shown)
@@ -142,6 +168,7 @@ goes to stderr. buildkitd is --addr, else $BUILDKIT_HOST.`,
 	f.StringVar(&initPath, "init", "", "the init binary to bake in (default: imagectl-init beside imagectl)")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for buildkitd and the registries to answer")
 	f.StringVar(&compression, "compression", "", "layer compression forced on every layer: gzip, zstd (faster to pull and unpack) or uncompressed (default: BuildKit's gzip, cached blobs reused as they are)")
+	bf.add(cmd)
 	f.BoolVar(&rewrite, "rewrite-timestamp", false, "also have BuildKit rewrite every layer's times at export (slow; the steps already clamp them)")
 	return cmd
 }

@@ -25,6 +25,7 @@ func newLockCmd() *cobra.Command {
 		check    bool
 		upgrade  bool
 		packages []string
+		bf       builderFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [specs...]",
@@ -33,7 +34,10 @@ func newLockCmd() *cobra.Command {
 its index and linux/amd64 manifest digests, the apt closure by apt inside the
 base, the Python closure by pip inside the base (pip install --dry-run
 --report), every .deb and wheel with URL, sha256 and size. Resolution runs as
-BuildKit solves on --addr. Re-locking unchanged inputs is byte-identical.
+BuildKit solves on --addr; --builder PLATFORM=ADDRESS runs that platform's
+steps on a buildkitd of its own (a native arm64 builder instead of emulation;
+--tlscacert, --tlscert, --tlskey for tcp:// addresses). Re-locking unchanged
+inputs is byte-identical.
 
 --check is offline (no network, no daemon): exit 3 when the spec or the
 catalog changed since the lock was written, 6 when the lock was edited by
@@ -59,6 +63,8 @@ index that refuses them fails with exit 77, naming it and the source tried.`,
 		Example: `  imagectl lock                              # every image in specs/
   imagectl lock specs/demo.hcl --image demo
   imagectl lock --check                      # exit 3 stale, 6 tampered
+  imagectl lock --image demo --builder linux/arm64=tcp://arm-builder:1234 \
+    --tlscacert ca.pem --tlscert cert.pem --tlskey key.pem --index-proxy 10.0.0.5:8444
   imagectl lock --upgrade --image demo
   imagectl lock --upgrade --package demo-util -o json
   imagectl lock diff old/lock.json images/demo/lock.json`,
@@ -70,6 +76,10 @@ index that refuses them fails with exit 77, naming it and the source tried.`,
 			}
 			if check && upgrade || len(packages) > 0 && !upgrade {
 				return exitcode.Wrap(exitcode.Usage, errors.New("--check and --upgrade exclude each other; --package needs --upgrade"))
+			}
+			bopts, err := bf.lockOptions(addr)
+			if err != nil {
+				return err
 			}
 			imgs, err := loadImages(cmd, sf, args, images)
 			if err != nil {
@@ -90,7 +100,7 @@ index that refuses them fails with exit 77, naming it and the source tried.`,
 				}
 				return err
 			}
-			opts := lockOptions(cmd, addr, packages)
+			opts := append(lockOptions(cmd, addr, packages), bopts...)
 			if cache != "" {
 				opts = append(opts, lock.WithIndexCache(cache))
 			}
@@ -118,6 +128,7 @@ index that refuses them fails with exit 77, naming it and the source tried.`,
 	f.BoolVar(&check, "check", false, "check the locks offline: exit 3 stale, 6 tampered")
 	f.BoolVar(&upgrade, "upgrade", false, "re-resolve the periphery, keep the frozen core, print what moved")
 	f.StringArrayVar(&packages, "package", nil, "with --upgrade: move only this package (repeatable)")
+	bf.add(cmd)
 	cmd.AddCommand(newLockDiffCmd())
 	return cmd
 }

@@ -38,6 +38,7 @@ type releaseFlags struct {
 	metricsFile, pushgateway string
 	builderID                string
 	skipPlatforms            []string
+	builders                 builderFlags
 }
 
 func newReleaseCmd() *cobra.Command {
@@ -106,6 +107,7 @@ stops the image with exit 77, naming the host and the credential source.`,
 	fl.StringVar(&f.metricsFile, "metrics-file", "", "write Prometheus metrics here (textfile collector format)")
 	fl.StringVar(&f.pushgateway, "pushgateway", "", "push Prometheus metrics to this Pushgateway URL")
 	fl.StringVar(&f.builderID, "builder-id", sign.DefaultBuilderID, "builder URI recorded in the provenance")
+	f.builders.add(cmd) // --builder PLATFORM=ADDRESS, --tlscacert/--tlscert/--tlskey
 	return cmd
 }
 
@@ -123,11 +125,16 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 	}
 	pw, _ := sign.PasswordFromEnv()
 	ctx := cmd.Context()
-	c, err := build.Dial(ctx, build.Addr(f.addr), 10*time.Second)
+	c, err := f.builders.dial(ctx, build.Addr(f.addr), 10*time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	blopts, bbopts, closeBuilders, err := f.builders.releaseOptions(ctx, imgs, build.Addr(f.addr), 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer closeBuilders()
 	rt, kind, why, err := release.SelectVerifyRuntime(ctx, verify.Detector{},
 		verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd, RegistryTLS: accessOf(cmd).TLSConfig()})
 	if err != nil {
@@ -135,11 +142,11 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 	}
 	printRuntime(cmd.ErrOrStderr(), "release: verify", kind, why)
 	access := accessOf(cmd)
-	bopts := []build.Option{build.WithCacheFrom(f.cacheFrom...), build.WithCacheTo(f.cacheTo...), build.WithAccess(access)}
+	bopts := append([]build.Option{build.WithCacheFrom(f.cacheFrom...), build.WithCacheTo(f.cacheTo...), build.WithAccess(access)}, bbopts...)
 	if f.initPath != "" {
 		bopts = append(bopts, build.WithInit(f.initPath))
 	}
-	lopts := lockOptions(cmd, build.Addr(f.addr), nil)
+	lopts := append(lockOptions(cmd, build.Addr(f.addr), nil), blopts...)
 	stages, err := release.NewReal(release.Config{
 		ImagesDir:               f.imagesDir,
 		LockMissing:             f.lockMissing,

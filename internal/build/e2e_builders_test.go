@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,11 +23,20 @@ import (
 	"imagectl/internal/spec"
 )
 
+// secondBuildkitd is a buildkitd of the test's own.
+type secondBuildkitd struct {
+	unix string         // unix://DIR/buildkitd.sock
+	tcp  string         // tcp://127.0.0.1:PORT, mutual TLS
+	tls  TLS            // the client's side of tcp
+	c    *client.Client // on unix
+}
+
 // startBuildkitd starts a buildkitd of the test's own from bin/buildkitd:
-// its root and unix socket under a temp dir, the OCI worker on runc
-// (binfmt's QEMU handler gives it linux/arm64, as `make up` registers
-// it), stopped at cleanup. It returns its address and a client.
-func startBuildkitd(t *testing.T, bin string) (string, *client.Client) {
+// its root, a unix socket and its TLS files under a temp dir, and a
+// loopback TCP listener with mutual TLS (buildkitd --tlscacert --tlscert
+// --tlskey), the OCI worker on runc (binfmt's QEMU handler gives it
+// linux/arm64, as `make up` registers it); stopped at cleanup.
+func startBuildkitd(t *testing.T, bin string) *secondBuildkitd {
 	t.Helper()
 	runc, err := exec.LookPath("runc")
 	if err != nil {
@@ -36,12 +46,23 @@ func startBuildkitd(t *testing.T, bin string) (string, *client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := "unix://" + filepath.Join(dir, "buildkitd.sock")
+	certs := writeTLS(t, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &secondBuildkitd{
+		unix: "unix://" + filepath.Join(dir, "buildkitd.sock"),
+		tcp:  "tcp://" + ln.Addr().String(),
+		tls:  TLS{CACert: certs.CA, Cert: certs.ClientCert, Key: certs.ClientKey},
+	}
+	ln.Close()
 	logf, err := os.Create(filepath.Join(dir, "buildkitd.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, "buildkitd"), "--root", filepath.Join(dir, "root"), "--addr", addr,
+	cmd := exec.Command(filepath.Join(bin, "buildkitd"), "--root", filepath.Join(dir, "root"), "--addr", b.unix, "--addr", b.tcp,
+		"--tlscacert", certs.CA, "--tlscert", certs.ServerCert, "--tlskey", certs.ServerKey,
 		"--oci-worker=true", "--containerd-worker=false", "--oci-worker-snapshotter=overlayfs", "--oci-worker-binary="+runc)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -51,6 +72,9 @@ func startBuildkitd(t *testing.T, bin string) (string, *client.Client) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
+		if b.c != nil {
+			b.c.Close()
+		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -63,19 +87,20 @@ func startBuildkitd(t *testing.T, bin string) (string, *client.Client) {
 	})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		c, err := Dial(context.Background(), addr, 2*time.Second)
+		c, err := Dial(context.Background(), b.unix, 2*time.Second)
 		if err == nil {
-			return addr, c
+			b.c = c
+			return b
 		}
 		select {
 		case err := <-exited:
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("the second buildkitd exited: %v\n%s", err, b)
+			out, _ := os.ReadFile(logf.Name())
+			t.Fatalf("the second buildkitd exited: %v\n%s", err, out)
 		default:
 		}
 		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("the second buildkitd did not answer within 60s: %v\n%s", err, b)
+			out, _ := os.ReadFile(logf.Name())
+			t.Fatalf("the second buildkitd did not answer within 60s: %v\n%s", err, out)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -190,7 +215,8 @@ func (h *stepLog) Handle(_ context.Context, r slog.Record) error {
 }
 
 // TestE2ENativeBuilderPerPlatform routes linux/arm64 to a second buildkitd
-// of its own (as a platform team routes it to an arm64 host): the lock's
+// of its own over loopback TCP with mutual TLS (as a platform team routes
+// it to an arm64 host): the lock's
 // arm64 apt and pip steps and the build's arm64 image run there and not
 // on the first, amd64 stays on the first; and the index and its children
 // have the digests of a build of the same lock on the first buildkitd
@@ -198,8 +224,8 @@ func (h *stepLog) Handle(_ context.Context, r slog.Record) error {
 func TestE2ENativeBuilderPerPlatform(t *testing.T) {
 	e := getE2E(t)
 	base := e.env.MultiBase(t)
-	armAddr, arm := startBuildkitd(t, e.env.Bin)
-	defer arm.Close()
+	bk2 := startBuildkitd(t, e.env.Bin)
+	armAddr := bk2.tcp
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	imgs, err := spec.Load(ctx, []string{filepath.Join(e.env.Root, "specs", "demo.hcl")},
@@ -211,13 +237,31 @@ func TestE2ENativeBuilderPerPlatform(t *testing.T) {
 	img.Base, img.Platforms = base, []string{"linux/amd64", "linux/arm64"}
 	img.Repos.Staging += "-" + uniq("builders")
 
+	// Its TCP listener takes only clients with a certificate of its CA.
+	copts, err := bk2.tls.ClientOptions(armAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm, err := Dial(ctx, armAddr, 10*time.Second, copts...)
+	if err != nil {
+		t.Fatalf("dialling %s with mutual TLS: %v", armAddr, err)
+	}
+	defer arm.Close()
+	caOnly, _ := TLS{CACert: bk2.tls.CACert}.ClientOptions(armAddr)
+	for what, opts := range map[string][]client.ClientOpt{"without TLS": nil, "without a client certificate": caOnly} {
+		if c, err := Dial(ctx, armAddr, 5*time.Second, opts...); err == nil {
+			c.Close()
+			t.Errorf("Dial(%s) %s succeeded, want it refused", armAddr, what)
+		}
+	}
+
 	// The first buildkitd starts empty, so that what it holds afterwards
 	// is what this test had it do.
 	prune(t, e.c)
 	steps := &stepLog{}
 	start := time.Now()
 	l, err := lock.Resolve(logs.With(ctx, slog.New(steps)), img, lock.WithBuildkit(e.env.BuildkitHost),
-		lock.WithPlatformBuildkit("linux/arm64", armAddr), lock.WithRoot(e.env.Root))
+		lock.WithPlatformBuildkit("linux/arm64", armAddr, copts...), lock.WithRoot(e.env.Root))
 	if err != nil {
 		t.Fatalf("locking demo, arm64 on the second buildkitd: %v", err)
 	}
@@ -264,7 +308,7 @@ func TestE2ENativeBuilderPerPlatform(t *testing.T) {
 	if got := pulledBases(t, e.c); strings.Contains(got, armBase) {
 		t.Errorf("the first buildkitd pulled the arm64 base %s:\n%s", armBase, got)
 	}
-	if got := pulledBases(t, arm); !strings.Contains(got, armBase) {
+	if got := pulledBases(t, bk2.c); !strings.Contains(got, armBase) {
 		t.Errorf("the second buildkitd did not pull the arm64 base %s; it holds:\n%s", armBase, got)
 	}
 

@@ -275,6 +275,7 @@ func TestE2ENativeBuilderPerPlatform(t *testing.T) {
 			t.Errorf("lock step %q: want arm64 on %s, amd64 on %s", s, armAddr, e.env.BuildkitHost)
 		}
 	}
+	t.Logf("lock steps: %v", perPlatform)
 	if perPlatform["linux/arm64"] == 0 || perPlatform["linux/amd64"] == 0 {
 		t.Errorf("lock steps per platform = %v (%q), want both", perPlatform, steps.steps)
 	}
@@ -291,6 +292,8 @@ func TestE2ENativeBuilderPerPlatform(t *testing.T) {
 		t.Fatalf("building demo, arm64 on the second buildkitd: %v", err)
 	}
 	t.Logf("split build: index %s in %.1fs", split.Digest, time.Since(start).Seconds())
+	t.Logf("ops reported: first buildkitd %d of %d amd64, %d of %d arm64; second %d of %d arm64, %d of %d amd64",
+		first.count(amdOps), len(amdOps), first.count(armOps), len(armOps), second.count(armOps), len(armOps), second.count(amdOps), len(amdOps))
 	if n := first.count(armOps); n != 0 {
 		t.Errorf("the first buildkitd reported %d of the %d arm64 ops", n, len(armOps))
 	}

@@ -1,7 +1,9 @@
 package promote_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	cdx "github.com/CycloneDX/cyclonedx-go"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -75,6 +78,7 @@ func TestCosignInterop(t *testing.T) {
 		{"verify", "--key", f.signer.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", d.String()},
 		{"verify-attestation", "--key", f.signer.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", "--type", sign.LockPredicateType, d.String()},
 		{"verify-attestation", "--key", f.signer.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", "--type", "spdxjson", d.String()},
+		{"verify-attestation", "--key", f.signer.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", "--type", "cyclonedx", d.String()},
 		{"verify-attestation", "--key", f.signer.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", "--type", "slsaprovenance1", d.String()},
 		{"verify-attestation", "--key", f.ver.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", "--type", verify.PredicateType, d.String()},
 	}
@@ -84,9 +88,43 @@ func TestCosignInterop(t *testing.T) {
 			t.Errorf("cosign %s = %v:\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	// What cosign --type cyclonedx prints is our statement, whose
+	// predicate reads as a CycloneDX BOM of this digest.
+	out, err := cosignCmd(t, env, "verify-attestation", "--key", f.signer.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", "--type", "cyclonedx", d.String())
+	if err != nil {
+		t.Fatalf("cosign verify-attestation --type cyclonedx = %v:\n%s", err, out)
+	}
+	boms := 0
+	for _, line := range strings.Split(out, "\n") {
+		var env struct{ Payload []byte }
+		if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &env) != nil {
+			continue
+		}
+		var st struct {
+			PredicateType string          `json:"predicateType"`
+			Predicate     json.RawMessage `json:"predicate"`
+		}
+		if err := json.Unmarshal(env.Payload, &st); err != nil {
+			t.Fatalf("cosign printed an envelope whose payload is not a statement: %v", err)
+		}
+		var bom cdx.BOM
+		if err := cdx.NewBOMDecoder(bytes.NewReader(st.Predicate), cdx.BOMFileFormatJSON).Decode(&bom); err != nil {
+			t.Fatalf("the %s predicate does not decode as CycloneDX: %v", st.PredicateType, err)
+		}
+		if st.PredicateType != sign.CycloneDXPredicateType || bom.Metadata == nil || bom.Metadata.Component == nil ||
+			bom.Metadata.Component.Version != d.DigestStr() || bom.Components == nil || len(*bom.Components) == 0 {
+			t.Errorf("cosign --type cyclonedx printed a %s statement, BOM metadata %+v: want a CycloneDX BOM of %s with components", st.PredicateType, bom.Metadata, d.DigestStr())
+		}
+		boms++
+	}
+	if boms != 1 {
+		t.Errorf("cosign verify-attestation --type cyclonedx printed %d attestations, want 1:\n%s", boms, out)
+	}
+
 	bad := [][]string{
 		{"verify", "--key", f.other.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", d.String()},
 		{"verify-attestation", "--key", f.other.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", "--type", sign.LockPredicateType, d.String()},
+		{"verify-attestation", "--key", f.other.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", "--type", "cyclonedx", d.String()},
 		{"verify-attestation", "--key", f.signer.pub, "--insecure-ignore-tlog", "--allow-insecure-registry", "--type", verify.PredicateType, d.String()},
 	}
 	for _, args := range bad {

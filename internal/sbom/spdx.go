@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/package-url/packageurl-go"
 	spdxjson "github.com/spdx/tools-golang/json"
 	"github.com/spdx/tools-golang/spdx/v2/common"
 	spdx "github.com/spdx/tools-golang/spdx/v2/v2_3"
@@ -56,17 +55,9 @@ func SPDX(inv *Inventory, ref name.Digest, l *lock.Lock) ([]byte, error) {
 	rel("DOCUMENT", common.TypeRelationshipDescribe, root.PackageSPDXIdentifier)
 
 	base := root.PackageSPDXIdentifier // base debs hang off the base when there is one
-	if l.Base.Ref != "" {
-		d := l.Base.ManifestDigest
-		if d == "" {
-			d = l.Base.IndexDigest
-		}
+	if repo, d, ok := baseImage(l); ok {
 		bp := &spdx.Package{PackageName: l.Base.Ref, PackageSPDXIdentifier: ids.next("Base", l.Base.Ref), PackageVersion: d,
 			PackageDownloadLocation: noAssertion, PrimaryPackagePurpose: "CONTAINER", PackageComment: "base image"}
-		repo := l.Base.Ref
-		if r, err := name.ParseReference(l.Base.Ref); err == nil {
-			repo = r.Context().Name()
-		}
 		if err := setImage(bp, repo, d); err != nil {
 			return nil, err
 		}
@@ -84,36 +75,25 @@ func SPDX(inv *Inventory, ref name.Digest, l *lock.Lock) ([]byte, error) {
 		if p.SHA256 != "" {
 			sp.PackageChecksums = []common.Checksum{{Algorithm: common.SHA256, Value: p.SHA256}}
 		}
-		var purl *packageurl.PackageURL
+		purl, err := inv.PURL(p)
+		if err != nil {
+			return nil, err
+		}
 		switch p.Type {
 		case TypeDeb:
 			sp.PackageSPDXIdentifier = ids.next("deb", p.Name+"-"+p.Arch)
-			q := map[string]string{"arch": p.Arch}
-			if inv.OSID != "" && inv.OSVersionID != "" {
-				q["distro"] = inv.OSID + "-" + inv.OSVersionID
-			}
-			ns := inv.OSID
-			if ns == "" {
-				ns = "debian"
-			}
-			purl = packageurl.NewPackageURL(packageurl.TypeDebian, ns, p.Name, p.Version, packageurl.QualifiersFromMap(q), "")
 			if p.SourcePackage != "" && p.SourcePackage != p.Name {
 				sp.PackageSourceInfo = "built from the Debian source package " + p.SourcePackage
 			}
 		case TypePyPI:
 			sp.PackageSPDXIdentifier = ids.next("pypi", p.Name)
-			purl = packageurl.NewPackageURL(packageurl.TypePyPi, "", p.Name, p.Version, nil, "")
 		case TypeInit:
 			sp.PackageSPDXIdentifier = ids.next("init", p.Name)
 			sp.PrimaryPackagePurpose = "APPLICATION"
-			purl = packageurl.NewPackageURL(packageurl.TypeGeneric, "", p.Name, p.Version,
-				packageurl.QualifiersFromMap(map[string]string{"checksum": "sha256:" + p.SHA256}), "")
 			sp.PackageComment = fmt.Sprintf("the image's init (entrypoint) at %s; Go %s, module %s", p.Path, p.GoVersion, p.Module)
-		default:
-			return nil, fmt.Errorf("package %s: unknown type %q", p.Name, p.Type)
 		}
 		sp.PackageExternalReferences = []*spdx.PackageExternalReference{{
-			Category: common.CategoryPackageManager, RefType: common.TypePackageManagerPURL, Locator: purl.ToString()}}
+			Category: common.CategoryPackageManager, RefType: common.TypePackageManagerPURL, Locator: purl}}
 		doc.Packages = append(doc.Packages, none(sp))
 		parent := root.PackageSPDXIdentifier
 		if p.Origin == OriginBase {
@@ -130,16 +110,13 @@ func SPDX(inv *Inventory, ref name.Digest, l *lock.Lock) ([]byte, error) {
 
 // setImage gives an image package its pkg:oci URL and its digest as checksum.
 func setImage(p *spdx.Package, repo, digest string) error {
-	alg, hex, ok := strings.Cut(digest, ":")
-	if !ok || alg != "sha256" {
+	purl, ok := imagePURL(repo, digest)
+	if !ok {
 		return nil // an unpinned base: nothing to say
 	}
-	p.PackageChecksums = []common.Checksum{{Algorithm: common.SHA256, Value: hex}}
-	last := repo[strings.LastIndex(repo, "/")+1:]
-	purl := packageurl.NewPackageURL(packageurl.TypeOCI, "", last, digest,
-		packageurl.QualifiersFromMap(map[string]string{"repository_url": repo}), "")
+	p.PackageChecksums = []common.Checksum{{Algorithm: common.SHA256, Value: strings.TrimPrefix(digest, "sha256:")}}
 	p.PackageExternalReferences = []*spdx.PackageExternalReference{{
-		Category: common.CategoryPackageManager, RefType: common.TypePackageManagerPURL, Locator: purl.ToString()}}
+		Category: common.CategoryPackageManager, RefType: common.TypePackageManagerPURL, Locator: purl}}
 	return nil
 }
 

@@ -85,16 +85,18 @@ func TestSignAndAttestIndex(t *testing.T) {
 		if err := sign.VerifySignature(ctx, c.Ref, pub); err != nil {
 			t.Errorf("Verify(%s child) = %v", c.Platform, err)
 		}
-		if n := layers(t, c.Ref, ".att"); n != 3 {
-			t.Errorf("%s child attestation layers = %d, want 3 (lock, SPDX, provenance)", c.Platform, n)
-		}
-		preds, err := sign.VerifyAttestations(ctx, c.Ref, sign.SPDXPredicateType, pub)
-		if err != nil || len(preds) != 1 {
-			t.Fatalf("VerifyAttestations(%s child, SPDX) = %d, %v", c.Platform, len(preds), err)
+		if n := layers(t, c.Ref, ".att"); n != 4 {
+			t.Errorf("%s child attestation layers = %d, want 4 (lock, SPDX, CycloneDX, provenance)", c.Platform, n)
 		}
 		arch := strings.TrimPrefix(c.Platform, "linux/")
-		if !strings.Contains(string(preds[0]), "arch="+arch) {
-			t.Errorf("%s child SBOM does not name its %s debs:\n%.600s", c.Platform, arch, preds[0])
+		for _, typ := range []string{sign.SPDXPredicateType, sign.CycloneDXPredicateType} {
+			preds, err := sign.VerifyAttestations(ctx, c.Ref, typ, pub)
+			if err != nil || len(preds) != 1 {
+				t.Fatalf("VerifyAttestations(%s child, %s) = %d, %v", c.Platform, typ, len(preds), err)
+			}
+			if !strings.Contains(string(preds[0]), "arch="+arch) || !strings.Contains(string(preds[0]), c.Ref.DigestStr()) {
+				t.Errorf("%s child %s SBOM does not name its digest and its %s debs:\n%.600s", c.Platform, typ, arch, preds[0])
+			}
 		}
 	}
 }

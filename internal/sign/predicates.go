@@ -21,6 +21,9 @@ const (
 	LockPredicateType = "https://imagectl.dev/attestations/lock/v1"
 	// SPDXPredicateType: an SPDX 2.3 JSON document (cosign --type spdxjson).
 	SPDXPredicateType = "https://spdx.dev/Document"
+	// CycloneDXPredicateType: a CycloneDX 1.6 JSON BOM of the same
+	// packages (cosign --type cyclonedx).
+	CycloneDXPredicateType = "https://cyclonedx.org/bom"
 	// ProvenancePredicateType: SLSA provenance v1 (cosign --type slsaprovenance1).
 	ProvenancePredicateType = "https://slsa.dev/provenance/v1"
 	// BuildType is the SLSA buildType of an imagectl build.

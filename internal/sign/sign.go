@@ -132,14 +132,14 @@ func cutDigest(d string) (alg, hex string, ok bool) {
 	return "", "", false
 }
 
-// SignAndAttest signs ref and writes its three build attestations (lock,
-// SPDX SBOM, SLSA provenance) with the key in opts: what `imagectl sign`
-// and `imagectl build --sign` do. The SBOM lists the packages the image
-// holds (sbom.Read reads its layers), so ref must be an image built from l.
+// SignAndAttest signs ref and writes its four build attestations (lock,
+// SPDX and CycloneDX SBOMs, SLSA provenance) with the key in opts: what
+// `imagectl sign` and `imagectl build --sign` do. The SBOMs list the
+// packages the image holds (sbom.Read reads its layers), so ref must be an image built from l.
 //
 // For a lock with several platforms ref is the image index built from it:
 // every child is signed and attested as the single-platform image of its
-// platform's view of the lock (lock.ForPlatform; its SBOM lists that
+// platform's view of the lock (lock.ForPlatform; its SBOMs list that
 // image's packages), then the index itself is signed and gets the lock and
 // provenance attestations. An index whose children are not exactly the
 // lock's platforms is refused before anything is signed.
@@ -245,7 +245,8 @@ func Children(ctx context.Context, ref name.Digest, l *lock.Lock, opts ...Option
 
 // signAndAttestImage signs one single-platform image built from view (the
 // lock l itself, or one platform's view of it) and writes its lock
-// attestation (the whole lock file l), its SBOM and its provenance.
+// attestation (the whole lock file l), its SBOMs (SPDX and CycloneDX, of
+// one inventory) and its provenance.
 func signAndAttestImage(ctx context.Context, ref name.Digest, l, view *lock.Lock, b Builder, o *options, opts []Option) error {
 	lp, err := LockPredicate(l)
 	if err != nil {
@@ -267,6 +268,10 @@ func signAndAttestImage(ctx context.Context, ref name.Digest, l, view *lock.Lock
 	if err != nil {
 		return err
 	}
+	cdx, err := sbom.CycloneDX(inv, ref, view)
+	if err != nil {
+		return err
+	}
 	sv, err := LoadSigner(ctx, opts...)
 	if err != nil {
 		return err
@@ -278,7 +283,7 @@ func signAndAttestImage(ctx context.Context, ref name.Digest, l, view *lock.Lock
 	for _, a := range []struct {
 		typ  string
 		pred []byte
-	}{{LockPredicateType, lp}, {SPDXPredicateType, spdx}, {ProvenancePredicateType, prov}} {
+	}{{LockPredicateType, lp}, {SPDXPredicateType, spdx}, {CycloneDXPredicateType, cdx}, {ProvenancePredicateType, prov}} {
 		if err := Attest(ctx, ref, a.typ, a.pred, opts...); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	cdx "github.com/CycloneDX/cyclonedx-go"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -186,8 +187,8 @@ func TestAttest(t *testing.T) {
 	if err := sign.SignAndAttest(ctx, ref, l, sign.Builder{BuildKitVersion: "v0.34.2", SourceCommit: testCommit}, key); err != nil {
 		t.Fatalf("SignAndAttest again = %v", err)
 	}
-	if n := layers(t, ref, ".att"); n != 3 {
-		t.Errorf("attestation layers = %d, want 3 (lock, SPDX, provenance)", n)
+	if n := layers(t, ref, ".att"); n != 4 {
+		t.Errorf("attestation layers = %d, want 4 (lock, SPDX, CycloneDX, provenance)", n)
 	}
 	preds, err := sign.VerifyAttestations(ctx, ref, sign.LockPredicateType, pub)
 	if err != nil {
@@ -210,6 +211,33 @@ func TestAttest(t *testing.T) {
 		"pkg:deb/debian/bash@", "pkg:pypi/pip@", "pkg:generic/imagectl-init"} {
 		if !bytes.Contains(sbom[0], []byte(want)) {
 			t.Errorf("SPDX document lacks %s", want)
+		}
+	}
+	// The CycloneDX BOM, as cyclonedx-go reads it: the same packages.
+	cdxPreds, err := sign.VerifyAttestations(ctx, ref, sign.CycloneDXPredicateType, pub)
+	if err != nil {
+		t.Fatalf("VerifyAttestations(cyclonedx) = %v", err)
+	}
+	var bom cdx.BOM
+	if err := cdx.NewBOMDecoder(bytes.NewReader(cdxPreds[0]), cdx.BOMFileFormatJSON).Decode(&bom); err != nil {
+		t.Fatalf("the CycloneDX predicate does not decode: %v", err)
+	}
+	if bom.SpecVersion != cdx.SpecVersion1_6 || bom.Metadata == nil || bom.Metadata.Component == nil ||
+		bom.Metadata.Component.Version != ref.DigestStr() || bom.Components == nil {
+		t.Fatalf("CycloneDX BOM = %s, metadata %+v: want 1.6 about %s with components", bom.SpecVersion, bom.Metadata, ref.DigestStr())
+	}
+	sums := map[string]string{}
+	for _, c := range *bom.Components {
+		if c.Hashes != nil {
+			sums[c.PackageURL] = (*c.Hashes)[0].Value
+		}
+	}
+	for purl, want := range map[string]string{
+		"pkg:pypi/numpy@1.26.4": strings.Repeat("d", 64),
+		"pkg:deb/debian/libgomp1@12.2.0-14?arch=amd64&distro=debian-12": strings.Repeat("c", 64),
+	} {
+		if got := sums[purl]; got != want {
+			t.Errorf("CycloneDX component %s: sha256 %q, want the lock's %s", purl, got, want)
 		}
 	}
 	prov, err := sign.VerifyAttestations(ctx, ref, sign.ProvenancePredicateType, pub)

@@ -111,6 +111,9 @@ func TestCosignInterop(t *testing.T) {
 		if err := cdx.NewBOMDecoder(bytes.NewReader(st.Predicate), cdx.BOMFileFormatJSON).Decode(&bom); err != nil {
 			t.Fatalf("the %s predicate does not decode as CycloneDX: %v", st.PredicateType, err)
 		}
+		if err := sbomtest.ValidateCycloneDX(st.Predicate); err != nil {
+			t.Errorf("the %s predicate cosign printed is not valid CycloneDX: %v", st.PredicateType, err)
+		}
 		if st.PredicateType != sign.CycloneDXPredicateType || bom.Metadata == nil || bom.Metadata.Component == nil ||
 			bom.Metadata.Component.Version != d.DigestStr() || bom.Components == nil || len(*bom.Components) == 0 {
 			t.Errorf("cosign --type cyclonedx printed a %s statement, BOM metadata %+v: want a CycloneDX BOM of %s with components", st.PredicateType, bom.Metadata, d.DigestStr())

@@ -315,7 +315,7 @@ func TestReleasePrivateEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	for _, typ := range []string{sign.LockPredicateType, sign.SPDXPredicateType, sign.ProvenancePredicateType} {
+	for _, typ := range []string{sign.LockPredicateType, sign.SPDXPredicateType, sign.CycloneDXPredicateType, sign.ProvenancePredicateType} {
 		preds, err := sign.VerifyAttestations(ctx, d, typ, signPub, sign.WithAccess(access))
 		if err != nil {
 			t.Fatalf("reading the %s attestation: %v", typ, err)

@@ -17,12 +17,13 @@ import (
 	"imagectl/internal/build"
 	"imagectl/internal/lock"
 	"imagectl/internal/sbom"
+	"imagectl/internal/sbom/sbomtest"
 	"imagectl/internal/sign"
 )
 
 // checkSBOM reads the SPDX and CycloneDX attestations of ref (signed by
-// pub) with spdx/tools-golang's and cyclonedx-go's readers and checks, for
-// each, that its Debian and Python packages are exactly what dpkg-query
+// pub) with spdx/tools-golang's and cyclonedx-go's readers (the CycloneDX
+// one also against its JSON schema) and checks, for each, that its Debian and Python packages are exactly what dpkg-query
 // and pip list report inside the image, run with podman, and that each of
 // l's debs and wheels (its pip too) carries the lock's sha256.
 func checkSBOM(t *testing.T, ctx context.Context, ref name.Digest, pub string, l *lock.Lock) {
@@ -58,6 +59,9 @@ func checkSBOM(t *testing.T, ctx context.Context, ref name.Digest, pub string, l
 	var bom cdx.BOM
 	if err := cdx.NewBOMDecoder(bytes.NewReader(preds[0]), cdx.BOMFileFormatJSON).Decode(&bom); err != nil {
 		t.Fatalf("the CycloneDX attestation does not decode as CycloneDX: %v", err)
+	}
+	if err := sbomtest.ValidateCycloneDX(preds[0]); err != nil {
+		t.Errorf("the CycloneDX attestation is not valid against the CycloneDX %s schema: %v", sbom.CycloneDXVersion, err)
 	}
 	if bom.Metadata == nil || bom.Metadata.Component == nil || bom.Metadata.Component.Version != ref.DigestStr() || bom.Components == nil {
 		t.Fatalf("the CycloneDX BOM's metadata.component is not the image %s: %+v", ref, bom.Metadata)

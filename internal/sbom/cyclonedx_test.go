@@ -203,13 +203,7 @@ func TestCycloneDX(t *testing.T) {
 // TestCycloneDXFields: the deb's source package, an init with Go build
 // info, an image without a base and an inventory without os-release.
 func TestCycloneDXFields(t *testing.T) {
-	l := testLock()
-	l.Base = lock.Base{}
-	inv := &sbom.Inventory{Name: l.Name, Packages: []sbom.Package{
-		{Type: sbom.TypeDeb, Name: "libc6", Version: "2.36-9", Arch: "amd64", SourcePackage: "glibc", Origin: sbom.OriginBase},
-		{Type: sbom.TypeInit, Name: "imagectl-init", Version: "v0.3.0", Origin: sbom.OriginImagectl, SHA256: strings.Repeat("4", 64),
-			Path: "/usr/local/bin/imagectl-init", GoVersion: "go1.26.8", Module: "imagectl"},
-	}}
+	l, inv := fieldsInventory()
 	b, err := sbom.CycloneDX(inv, ref, l)
 	if err != nil {
 		t.Fatalf("CycloneDX = %v", err)
@@ -235,6 +229,19 @@ func TestCycloneDXFields(t *testing.T) {
 	if _, err := sbom.CycloneDX(inv, ref, l); err == nil || !strings.Contains(err.Error(), `package glibc: unknown type "rpm"`) {
 		t.Errorf("CycloneDX(an rpm) = %v, want an unknown type error", err)
 	}
+}
+
+// fieldsInventory is a lock without a base and an inventory without
+// os-release, with a deb built from another source package and an init
+// with Go build info.
+func fieldsInventory() (*lock.Lock, *sbom.Inventory) {
+	l := testLock()
+	l.Base = lock.Base{}
+	return l, &sbom.Inventory{Name: l.Name, Packages: []sbom.Package{
+		{Type: sbom.TypeDeb, Name: "libc6", Version: "2.36-9", Arch: "amd64", SourcePackage: "glibc", Origin: sbom.OriginBase},
+		{Type: sbom.TypeInit, Name: "imagectl-init", Version: "v0.3.0", Origin: sbom.OriginImagectl, SHA256: strings.Repeat("4", 64),
+			Path: "/usr/local/bin/imagectl-init", GoVersion: "go1.26.8", Module: "imagectl"},
+	}}
 }
 
 func hashOf(c *cdx.Component) string {

@@ -1,9 +1,10 @@
 // Package sbom lists every package in a built image: the dpkg database as
 // the image holds it (the base's packages and the locked debs), the Python
 // distributions in the venv (the locked wheels and what the venv brought,
-// such as setuptools), and the init binary; and writes that list as an SPDX 2.3
-// document (spdx/tools-golang) with a package URL for each package and,
-// for what the lock pinned, the lock's sha256.
+// such as setuptools), and the init binary; and writes that one list (an
+// Inventory) as an SPDX 2.3 document (spdx/tools-golang) and as a
+// CycloneDX 1.6 BOM (cyclonedx-go), with the same package URL for each
+// package in both and, for what the lock pinned, the lock's sha256.
 //
 // Read takes the package list from the image's layers, not from the lock
 // alone: a CUDA base brings hundreds of packages the lock never names.

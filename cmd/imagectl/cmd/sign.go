@@ -79,26 +79,31 @@ func newSignCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "sign IMAGE@DIGEST",
-		Short: "Sign an image digest and attach its lock, SPDX SBOM and SLSA provenance attestations",
+		Short: "Sign an image digest and attach its lock, SBOM (SPDX, CycloneDX) and SLSA provenance attestations",
 		Long: `Sign writes a cosign signature for IMAGE@DIGEST (tag sha256-<hex>.sig in the
 image's repository) with a cosign key file or a KMS key. With --lock it also
-attaches three signed in-toto attestations (tag sha256-<hex>.att):
+attaches four signed in-toto attestations (tag sha256-<hex>.att):
 
   ` + sign.LockPredicateType + `   the lock file
   ` + sign.SPDXPredicateType + `                  SPDX 2.3 SBOM: every package in the image (the base's
                                              dpkg database, the locked debs and wheels with their
                                              sha256, the lock's pip, the init), with package URLs
+  ` + sign.CycloneDXPredicateType + `                  CycloneDX 1.6 SBOM of the same packages (cosign
+                                             --type cyclonedx): the image as metadata.component
   ` + sign.ProvenancePredicateType + `             SLSA provenance: builder, BuildKit, lock digest, spec, commit
                                              (--source-commit: the full hash)
 
-The SBOM is read from the image's layers, so IMAGE@DIGEST must be the image
-built from the lock.
+The SBOM is read from the image's layers (once, for both formats), so
+IMAGE@DIGEST must be the image built from the lock. For an image index each
+platform's image gets its own signature and the four attestations; the index
+gets its signature, the lock and the provenance.
 
 Signing is offline: nothing goes to a transparency log (air-gapped
 platforms). The stock cosign CLI verifies the result:
 
   cosign verify --key cosign.pub --insecure-ignore-tlog IMAGE@DIGEST
   cosign verify-attestation --key cosign.pub --insecure-ignore-tlog --type URL IMAGE@DIGEST
+  cosign verify-attestation --key cosign.pub --insecure-ignore-tlog --type cyclonedx IMAGE@DIGEST
 
 The key password comes from $` + sign.PasswordEnv + `, $` + sign.CosignPasswordEnv + ` or
 --password-stdin, and is never printed. The digest is printed on stdout.`,
@@ -147,7 +152,7 @@ The key password comes from $` + sign.PasswordEnv + `, $` + sign.CosignPasswordE
 		},
 	}
 	sf.add(cmd)
-	cmd.Flags().StringVar(&lockPath, "lock", "", "attach the lock, SPDX and provenance attestations built from this lock file")
+	cmd.Flags().StringVar(&lockPath, "lock", "", "attach the lock, SPDX, CycloneDX and provenance attestations built from this lock file")
 	cmd.Flags().StringVar(&builder.ID, "builder-id", sign.DefaultBuilderID, "provenance: builder ID (URI)")
 	cmd.Flags().StringVar(&builder.BuildKitVersion, "buildkit-version", "", "provenance: version of the buildkitd that built the image")
 	cmd.Flags().StringVar(&builder.SourceRepo, "source-repo", "", "provenance: git repository of the spec and lock")

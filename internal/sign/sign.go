@@ -135,7 +135,8 @@ func cutDigest(d string) (alg, hex string, ok bool) {
 // SignAndAttest signs ref and writes its four build attestations (lock,
 // SPDX and CycloneDX SBOMs, SLSA provenance) with the key in opts: what
 // `imagectl sign` and `imagectl build --sign` do. The SBOMs list the
-// packages the image holds (sbom.Read reads its layers), so ref must be an image built from l.
+// packages the image holds (sbom.Read reads its layers), so ref must be
+// an image built from l.
 //
 // For a lock with several platforms ref is the image index built from it:
 // every child is signed and attested as the single-platform image of its

@@ -100,6 +100,9 @@ index that refuses them fails with exit 77, naming it and the source tried.`,
 				}
 				return err
 			}
+			if err := lock.CheckPlatformBuilders(imgs, bopts...); err != nil {
+				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--builder: %w", err))
+			}
 			opts := append(lockOptions(cmd, addr, packages), bopts...)
 			if cache != "" {
 				opts = append(opts, lock.WithIndexCache(cache))

@@ -5,11 +5,13 @@
 #  - periphery-only update on an image with a big frozen wheel
 #    (IMAGECTL_BENCH_CORE_MB, default 300): bytes in changed layers / image
 #    bytes (target < 5%).
-# Ratios are measured in one run and printed.
+# Ratios are measured in one run and printed. Extra arguments go to go test
+# (e.g. -bench NoopVsBuildctl for the no-op rebuild alone);
+# IMAGECTL_BENCH_REWRITE=0 leaves out its rewrite-timestamp rounds.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -f .cache/env ] || { echo "bench/build: .cache/env is missing: run make up first" >&2; exit 1; }
 # shellcheck disable=SC1091
 . .cache/env
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
-exec go test -run '^$' -bench '^BenchmarkBuild' -benchtime 1x -timeout 30m ./internal/build/
+exec go test -run '^$' -bench '^BenchmarkBuild' -benchtime 1x -timeout 30m ./internal/build/ "$@"

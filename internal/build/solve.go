@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -118,7 +119,7 @@ type LayerInfo struct {
 // (WithOCILayout). Every install step clamps the times of what it writes to
 // the lock's SOURCE_DATE_EPOCH, and the image config carries it as its
 // creation time, so two clean builds give the same digest.
-func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Result, err error) {
+func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Result, err error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		closeStatus(o)
@@ -147,12 +148,6 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 		closeStatus(o)
 		return nil, err
 	}
-	for _, t := range targets {
-		if err := indexPreflight(ctx, t.lock, o); err != nil {
-			closeStatus(o)
-			return nil, err
-		}
-	}
 	clients := make([]Client, len(targets))
 	for i, t := range targets {
 		clients[i] = o.clientFor(t.platform, c)
@@ -160,6 +155,19 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (_ *Resu
 			closeStatus(o)
 			return nil, fmt.Errorf("building %s: no buildkitd for %s (Solve's client is nil and no WithPlatformClient names it)", l.Name, platformString(t.platform))
 		}
+	}
+	// The index checks run beside the solve: a refusal cancels it and is
+	// the error, whatever the solve made of it; nothing is exported
+	// (pushed, tagged) before every host has answered.
+	ctx, indexRefusal, release := indexPreflight(ctx, targets, o)
+	defer func() {
+		if ie := indexRefusal(); ie != nil {
+			res, err = nil, ie
+		}
+		release()
+	}()
+	for i := range clients {
+		clients[i] = exportGate{clients[i], indexRefusal}
 	}
 	log := logs.From(ctx)
 	log.Debug("solving", "image", l.Name, "target", target, "oci_layout", o.ociLayout, "platforms", len(targets))
@@ -367,6 +375,7 @@ func session(l *lock.Lock, o *options, target string) []bkSession.Attachable {
 
 // result reads the exporter's answer and the manifest back.
 func result(ctx context.Context, l *lock.Lock, o *options, target string, resp *client.SolveResponse, targets []buildTarget) (*Result, error) {
+	defer func(start time.Time) { logs.From(ctx).Debug("result read back", "took", time.Since(start)) }(time.Now())
 	r := &Result{Digest: resp.ExporterResponse[exptypes.ExporterImageDigestKey], LockDigest: l.Digest, OCILayout: o.ociLayout}
 	if r.Digest == "" {
 		if b64 := resp.ExporterResponse[exptypes.ExporterImageDescriptorKey]; b64 != "" {
@@ -436,20 +445,46 @@ func preflight(ctx context.Context, l *lock.Lock, o *options, target string) err
 			add(e.Attrs["ref"], transport.PushScope)
 		}
 	}
+	start := time.Now()
 	for _, reg := range slices.Sorted(maps.Keys(scopes)) {
 		if err := ping(ctx, reg, scopes[reg], o); err != nil {
 			return err
 		}
 	}
+	logs.From(ctx).Debug("registries checked", "registries", len(scopes), "took", time.Since(start))
 	return nil
 }
 
+// exportGate is a Client whose solves hand their result to the exporter
+// only once gate() (the index checks) returns nil.
+type exportGate struct {
+	Client
+	gate func() error
+}
+
+func (g exportGate) Build(ctx context.Context, opt client.SolveOpt, product string, buildFunc gateway.BuildFunc, status chan *client.SolveStatus) (*client.SolveResponse, error) {
+	return g.Client.Build(ctx, opt, product, func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
+		res, err := buildFunc(ctx, gc)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.gate(); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}, status)
+}
+
 // indexPreflight asks every host the build fetches from (wheel indexes,
-// apt mirrors) once, with the credential the access has for it: a 401/403
-// is an *auth.Error naming the host and the credential source. buildkitd
-// would report it as a sha256 mismatch (it hashes the refusal's body).
-// Other failures are left to the fetch itself.
-func indexPreflight(ctx context.Context, l *lock.Lock, o *options) error {
+// apt mirrors, over all targets) once, with the credential the access has
+// for it, all hosts at once and beside the solve: a 401/403 is an
+// *auth.Error naming the host and the credential source. buildkitd would
+// report it as a sha256 mismatch (it hashes the refusal's body), or not at
+// all for an artifact it has cached. Other failures are left to the fetch
+// itself. The returned context is cancelled as soon as a host refuses, and
+// by release; wait waits for every check and returns the first refusal in
+// host order (nil when none), the same at every call.
+func indexPreflight(ctx context.Context, targets []buildTarget, o *options) (_ context.Context, wait func() error, release func()) {
 	first := map[string]string{} // host -> first URL
 	var hosts []string
 	add := func(raw string) {
@@ -462,23 +497,42 @@ func indexPreflight(ctx context.Context, l *lock.Lock, o *options) error {
 			hosts = append(hosts, u.Host)
 		}
 	}
-	for _, w := range l.Pip {
-		add(w.URL)
-	}
-	add(l.Resolver.URL)
-	for _, d := range l.Apt {
-		add(d.URL)
-	}
-	for _, h := range hosts {
-		cctx, cancel := context.WithTimeout(ctx, o.dialTimeout)
-		_, err := o.access.CheckIndex(cctx, first[h])
-		cancel()
-		var ae *auth.Error
-		if errors.As(err, &ae) {
-			return err
+	for _, t := range targets {
+		for _, w := range t.lock.Pip {
+			add(w.URL)
+		}
+		add(t.lock.Resolver.URL)
+		for _, d := range t.lock.Apt {
+			add(d.URL)
 		}
 	}
-	return nil
+	bctx, cancel := context.WithCancel(ctx)
+	refusals := make([]error, len(hosts))
+	took := make([]time.Duration, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() {
+			start := time.Now()
+			cctx, done := context.WithTimeout(ctx, o.dialTimeout)
+			_, err := o.access.CheckIndex(cctx, first[h])
+			done()
+			took[i] = time.Since(start)
+			if ae := (*auth.Error)(nil); errors.As(err, &ae) {
+				refusals[i] = err
+				cancel()
+			}
+		})
+	}
+	return bctx, sync.OnceValue(func() error {
+		wg.Wait()
+		logs.From(ctx).Debug("index hosts checked", "hosts", len(hosts), "slowest", slices.Max(append(took, 0)))
+		for _, err := range refusals {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}), cancel
 }
 
 func ping(ctx context.Context, reg string, scopes []string, o *options) error {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/moby/buildkit/client"
+	"github.com/moby/buildkit/client/llb/sourceresolver"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 	"github.com/moby/buildkit/solver/errdefs"
@@ -262,10 +264,13 @@ func TestChecksumErrorNamesPackage(t *testing.T) {
 }
 
 // TestIndexDeniedIsAuthError: an index that refuses the credentials (or
-// their absence) fails the build before buildkitd with an *auth.Error, exit
-// 77, naming the index host and the netrc tried, never the password; with
-// them the build goes on, and the LLB names the auth-header secret by ID
-// only, on that index's fetches only.
+// their absence) fails the build with an *auth.Error, exit 77, naming the
+// index host and the netrc tried, never the password, whatever the solve
+// (which the check runs beside) made of it: the refusal cancels a solve
+// still running, and wins over the sha256 mismatch buildkitd reports for
+// a refused fetch and over a solve that succeeded from its cache; with the
+// credentials the build goes on, and the LLB names the auth-header secret
+// by ID only, on that index's fetches only.
 func TestIndexDeniedIsAuthError(t *testing.T) {
 	const pw = "s3cret-fetch-pw"
 	idx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -300,6 +305,10 @@ func TestIndexDeniedIsAuthError(t *testing.T) {
 		if _, err := Solve(context.Background(), fc, l, fakeInit(t), WithPush(true), WithAccess(a)); err != nil {
 			t.Fatalf("Solve() = %v", err)
 		}
+		ec := &exportingClient{digest: dgst}
+		if _, err := Solve(context.Background(), ec, l, fakeInit(t), WithPush(true), WithAccess(a)); err != nil || !ec.exported {
+			t.Fatalf("Solve() = %v, exported %v; want the result exported", err, ec.exported)
+		}
 		def, err := Definition(context.Background(), l, fakeInit(t), WithAccess(a))
 		if err != nil {
 			t.Fatal(err)
@@ -329,25 +338,145 @@ func TestIndexDeniedIsAuthError(t *testing.T) {
 			t.Errorf("session has %d attachables, want the registry auth provider and the secrets", len(fc.opt.Session))
 		}
 	})
-	t.Run("with a wrong password", func(t *testing.T) {
-		a, netrc := access(t, "wrong-pw")
-		fc := &fakeClient{digest: dgst}
-		_, err := Solve(context.Background(), fc, l, fakeInit(t), WithPush(true), WithAccess(a))
-		var ae *auth.Error
-		host := strings.TrimPrefix(idx.URL, "http://")
-		if !errors.As(err, &ae) || ae.Host != host || ae.Kind != "index" || ae.Status != http.StatusUnauthorized {
-			t.Fatalf("Solve() = %v, want an index *auth.Error for %s", err, host)
+	// What buildkitd answers for a fetch whose index refused: the hash of
+	// the refusal's body is not the locked one.
+	mismatch := grpcerrors.FromGRPC(grpcerrors.ToGRPC(context.Background(), errdefs.WrapVertex(
+		fmt.Errorf("digest mismatch %s: %s", digest.FromString("authentication required"), l.Pip[0].SHA256), digest.FromString("fetch"))))
+	for _, tc := range []struct {
+		name string
+		c    Client
+	}{
+		{"solve still running (cancelled)", &blockingClient{}},
+		{"solve failed on the refused fetch", &fakeClient{err: mismatch}},
+		{"solve answered from its cache", &exportingClient{digest: dgst}},
+	} {
+		t.Run("with a wrong password, "+tc.name, func(t *testing.T) {
+			a, netrc := access(t, "wrong-pw")
+			res, err := Solve(context.Background(), tc.c, l, fakeInit(t), WithPush(true), WithAccess(a))
+			var ae *auth.Error
+			host := strings.TrimPrefix(idx.URL, "http://")
+			if res != nil || !errors.As(err, &ae) || ae.Host != host || ae.Kind != "index" || ae.Status != http.StatusUnauthorized {
+				t.Fatalf("Solve() = %+v, %v; want no result and an index *auth.Error for %s", res, err, host)
+			}
+			if exitcode.Code(err) != exitcode.AuthFailed {
+				t.Errorf("exit code = %d, want %d", exitcode.Code(err), exitcode.AuthFailed)
+			}
+			if !strings.Contains(err.Error(), netrc) || strings.Contains(err.Error(), "wrong-pw") {
+				t.Errorf("error %q: want the netrc path named and no password", err)
+			}
+			if bc, ok := tc.c.(*blockingClient); ok && !errors.Is(bc.err, context.Canceled) {
+				t.Errorf("the solve ended with %v, want it cancelled by the refusal", bc.err)
+			}
+			if ec, ok := tc.c.(*exportingClient); ok && (!ec.solved || ec.exported) {
+				t.Errorf("solved %v, exported %v: want the solve run and its result not exported (pushed) after the refusal", ec.solved, ec.exported)
+			}
+		})
+	}
+}
+
+// TestIndexCheckedOncePerHost: the index check asks each host once per
+// build, however many artifacts and platforms come from it.
+func TestIndexCheckedOncePerHost(t *testing.T) {
+	var mu sync.Mutex
+	heads := map[string]int{}
+	idx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		heads[r.Method]++
+		mu.Unlock()
+		w.Header().Set("Content-Length", "1")
+	}))
+	defer idx.Close()
+	reg := fakeRegistry(t)
+	l := localLock(reg)
+	for i := range l.Pip {
+		l.Pip[i].URL = idx.URL + "/files/" + l.Pip[i].Filename
+	}
+	if len(l.Pip) < 2 {
+		t.Fatalf("the unit lock has %d wheels, want several from one host", len(l.Pip))
+	}
+	dgst, _ := pushRandom(t, l.Repos.Staging, 9)
+	if _, err := Solve(context.Background(), &fakeClient{digest: dgst}, l, fakeInit(t), WithPush(true)); err != nil {
+		t.Fatalf("Solve() = %v", err)
+	}
+	if heads[http.MethodHead] != 1 || len(heads) != 1 {
+		t.Errorf("index requests %v, want one HEAD for %d wheels from one host", heads, len(l.Pip))
+	}
+
+	// Two platforms fetching from the same index: still one HEAD.
+	clear(heads)
+	l2 := unitLock2()
+	l2.Pip = l.Pip
+	l2.Platforms[0].Pip = l.Pip
+	var targets []buildTarget
+	for _, p := range l2.PlatformNames() {
+		view, err := l2.ForPlatform(p)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if exitcode.Code(err) != exitcode.AuthFailed {
-			t.Errorf("exit code = %d, want %d", exitcode.Code(err), exitcode.AuthFailed)
-		}
-		if !strings.Contains(err.Error(), netrc) || strings.Contains(err.Error(), "wrong-pw") {
-			t.Errorf("error %q: want the netrc path named and no password", err)
-		}
-		if fc.opt.Exports != nil {
-			t.Error("Solve() reached buildkitd although the index refused the credentials")
-		}
-	})
+		targets = append(targets, buildTarget{lock: view})
+	}
+	o, err := makeOptions(fakeInit(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, wait, release := indexPreflight(context.Background(), targets, o)
+	defer release()
+	if err := wait(); err != nil {
+		t.Fatalf("indexPreflight(two platforms) = %v", err)
+	}
+	if heads[http.MethodHead] != 1 || len(heads) != 1 {
+		t.Errorf("index requests for two platforms %v, want one HEAD", heads)
+	}
+}
+
+// exportingClient runs the build function against stubGateway and, as
+// buildkitd does, exports (pushes) its result only when it returns one.
+type exportingClient struct {
+	digest           string
+	solved, exported bool
+}
+
+func (e *exportingClient) Build(ctx context.Context, _ client.SolveOpt, _ string, bf gateway.BuildFunc, ch chan *client.SolveStatus) (*client.SolveResponse, error) {
+	if ch != nil {
+		defer close(ch)
+	}
+	res, err := bf(ctx, stubGateway{solved: &e.solved})
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, errors.New("no result")
+	}
+	e.exported = true
+	return &client.SolveResponse{ExporterResponse: map[string]string{exptypes.ExporterImageDigestKey: e.digest}}, nil
+}
+
+// stubGateway answers a solve with an empty result and the base's config
+// with an empty one, at once (a solve answered from the cache).
+type stubGateway struct {
+	gateway.Client
+	solved *bool
+}
+
+func (s stubGateway) Solve(context.Context, gateway.SolveRequest) (*gateway.Result, error) {
+	*s.solved = true
+	return gateway.NewResult(), nil
+}
+
+func (s stubGateway) ResolveImageConfig(context.Context, string, sourceresolver.Opt) (string, digest.Digest, []byte, error) {
+	return "", "", []byte("{}"), nil
+}
+
+// blockingClient is a solve that runs until its context ends.
+type blockingClient struct{ err error }
+
+func (b *blockingClient) Build(ctx context.Context, _ client.SolveOpt, _ string, _ gateway.BuildFunc, ch chan *client.SolveStatus) (*client.SolveResponse, error) {
+	if ch != nil {
+		defer close(ch)
+	}
+	<-ctx.Done()
+	b.err = ctx.Err()
+	return nil, b.err
 }
 
 func TestDialUnavailable(t *testing.T) {

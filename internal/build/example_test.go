@@ -75,3 +75,20 @@ func ExampleDefinition() {
 	// http://whl.example.invalid/demo_core-1.0.0-py3-none-any.whl true
 	// http://whl.example.invalid/demo_util-1.1.0-py3-none-any.whl true
 }
+
+// ParseBuilders reads --builder values; DialBuilders connects to them and
+// gives Solve one WithPlatformClient option per platform.
+func ExampleParseBuilders() {
+	bs, err := build.ParseBuilders([]string{"linux/arm64=tcp://arm64-builder:1234"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	tls := build.TLS{CACert: "certs/ca.pem", Cert: "certs/client.pem", Key: "certs/client-key.pem"}
+	fmt.Println(bs[0].Platform, bs[0].Addr, tls.Enabled())
+	// With the builders up:
+	//   opts, closeAll, err := build.DialBuilders(ctx, bs, tls, 10*time.Second)
+	//   res, err := build.Solve(ctx, amd64Client, l, append(opts, build.WithPush(true))...)
+	// Output:
+	// linux/arm64 tcp://arm64-builder:1234 true
+}

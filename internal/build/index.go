@@ -81,15 +81,21 @@ func solveIndex(ctx context.Context, clients []Client, l *lock.Lock, o *options,
 	}
 
 	// Every solve reports on its own channel (the client closes it); they
-	// are forwarded to WithStatus's, closed once all are done.
+	// are forwarded to WithStatus's, closed once all are done, each vertex
+	// named with its platform ("[linux/arm64] ..."): the platforms' steps
+	// run at once and are otherwise named alike.
 	var fwd sync.WaitGroup
 	chans := make([]chan *client.SolveStatus, len(targets))
 	if o.status != nil {
-		for i := range targets {
+		for i, t := range targets {
 			ch := make(chan *client.SolveStatus)
 			chans[i] = ch
+			prefix := "[" + platformString(t.platform) + "] "
 			fwd.Go(func() {
 				for s := range ch {
+					for _, v := range s.Vertexes {
+						v.Name = prefix + v.Name
+					}
 					o.status <- s
 				}
 			})

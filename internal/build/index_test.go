@@ -191,7 +191,7 @@ func TestSolveIndexSplitAcrossBuilders(t *testing.T) {
 		t.Errorf("arm64 builder built (-want +got):\n%s", diff)
 	}
 	slices.Sort(names)
-	if diff := cmp.Diff([]string{"fake solve amd64", "fake solve arm64"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"[linux/amd64] fake solve amd64", "[linux/arm64] fake solve arm64"}, names); diff != "" {
 		t.Errorf("status vertexes (-want +got):\n%s", diff)
 	}
 	for _, b := range []*fakeBuilder{amd, arm} {

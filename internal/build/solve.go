@@ -119,6 +119,12 @@ type LayerInfo struct {
 // (WithOCILayout). Every install step clamps the times of what it writes to
 // the lock's SOURCE_DATE_EPOCH, and the image config carries it as its
 // creation time, so two clean builds give the same digest.
+//
+// A lock of several platforms is built one image per platform, at once,
+// each on WithPlatformClient's client for its platform (else c), pushed by
+// digest; the OCI image index of them is then assembled and pushed by
+// digest, and the tag (WithTag) moved to it last. The index depends on the
+// children only: one builder or one per platform give the same digest.
 func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Result, err error) {
 	o, err := makeOptions(opts...)
 	if err != nil {

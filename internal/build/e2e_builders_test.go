@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -263,6 +264,13 @@ func TestE2ENativeBuilderPerPlatform(t *testing.T) {
 		t.Fatalf("locking demo, arm64 on the second buildkitd: %v", err)
 	}
 	t.Logf("lock, arm64 on %s: %.1fs", armAddr, time.Since(start).Seconds())
+	// Written (which sets its digest, the images' lock label) as a user's
+	// lock file is: the CLI below builds from the file.
+	dir := t.TempDir()
+	lockPath, bin := filepath.Join(dir, "lock.json"), filepath.Join(dir, "imagectl")
+	if err := lock.Write(lockPath, l); err != nil {
+		t.Fatal(err)
+	}
 	perPlatform := map[string]int{}
 	for _, s := range steps.steps {
 		switch {
@@ -328,5 +336,26 @@ func TestE2ENativeBuilderPerPlatform(t *testing.T) {
 			t.Errorf("%s: split %s (%d bytes), one builder %s %s (%d bytes)", p.Platform, p.Digest, p.Size, q.Platform, q.Digest, q.Size)
 		}
 		t.Logf("%s: %s, %d bytes", p.Platform, p.Digest, p.Size)
+	}
+
+	// The CLI: --builder over mutual TLS with buildctl's flags (cached by
+	// now), the index as before, each vertex named with its platform.
+	if out, err := exec.Command("go", "build", "-o", bin, "imagectl/cmd/imagectl").CombinedOutput(); err != nil {
+		t.Fatalf("building imagectl: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(ctx, bin, "build", "--lock", lockPath, "--init", e.init, "--push", "-o", "json", "--progress", "plain",
+		"--addr", e.env.BuildkitHost, "--builder", "linux/arm64="+armAddr,
+		"--tlscacert", bk2.tls.CACert, "--tlscert", bk2.tls.Cert, "--tlskey", bk2.tls.Key)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("imagectl build --builder linux/arm64=%s: %v\n%s", armAddr, err, stderr.String())
+	}
+	var res Result
+	if err := json.Unmarshal([]byte(stdout.String()), &res); err != nil || res.Digest != split.Digest || len(res.Platforms) != 2 {
+		t.Errorf("imagectl build --builder: %v, %+v; want the index %s", err, res, split.Digest)
+	}
+	if !strings.Contains(stderr.String(), "[linux/arm64] ") || !strings.Contains(stderr.String(), "[linux/amd64] ") {
+		t.Errorf("imagectl build --builder progress names no platform:\n%s", stderr.String())
 	}
 }

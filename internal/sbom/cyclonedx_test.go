@@ -225,6 +225,15 @@ func TestCycloneDXFields(t *testing.T) {
 		t.Errorf("init = %s %q", c.PackageURL, c.Description)
 	}
 
+	// An Ubuntu base: its os-release names the purl's namespace and distro.
+	inv.OSID, inv.OSVersionID = "ubuntu", "22.04"
+	if b, err = sbom.CycloneDX(inv, ref, l); err != nil {
+		t.Fatal(err)
+	}
+	if got := (*decodeBOM(t, b).Components)[0].PackageURL; got != "pkg:deb/ubuntu/libc6@2.36-9?arch=amd64&distro=ubuntu-22.04" {
+		t.Errorf("Ubuntu deb purl = %s, want pkg:deb/ubuntu/libc6@2.36-9?arch=amd64&distro=ubuntu-22.04", got)
+	}
+
 	inv.Packages = append(inv.Packages, sbom.Package{Type: "rpm", Name: "glibc"})
 	if _, err := sbom.CycloneDX(inv, ref, l); err == nil || !strings.Contains(err.Error(), `package glibc: unknown type "rpm"`) {
 		t.Errorf("CycloneDX(an rpm) = %v, want an unknown type error", err)

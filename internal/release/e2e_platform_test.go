@@ -197,6 +197,11 @@ func TestReleasePlatformsEndToEnd(t *testing.T) {
 		if err := sign.VerifySignature(ctx, ref, keys.signPub); err != nil {
 			t.Errorf("VerifySignature(%s) in the release repository = %v", ref, err)
 		}
+		// Each image has its own SBOMs; stock cosign verifies the CycloneDX one.
+		if out, err := exec.CommandContext(ctx, filepath.Join(env.Bin, "cosign"), "verify-attestation", "--key", keys.signPub,
+			"--insecure-ignore-tlog", "--allow-insecure-registry", "--type", "cyclonedx", ref.String()).CombinedOutput(); err != nil {
+			t.Errorf("cosign verify-attestation --type cyclonedx %s (%s): %v\n%s", ref, p, err, out)
+		}
 	}
 	// Stock cosign verifies the promoted index.
 	cmd := exec.CommandContext(ctx, filepath.Join(env.Bin, "cosign"), "verify", "--key", keys.signPub,

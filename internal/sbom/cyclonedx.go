@@ -14,9 +14,11 @@ import (
 )
 
 // CycloneDXVersion is the version of the CycloneDX specification that
-// CycloneDX writes: 1.6, the newest one scanners read widely
-// (Dependency-Track 4.12 and later, Trivy, Grype).
-var CycloneDXVersion = cdx.SpecVersion1_6
+// CycloneDX writes. cyclonedx-go v0.12.0 writes 1.2 to 1.7; 1.6 rather
+// than 1.7 because it is what Dependency-Track (from 4.12) and the common
+// scanners take, and it has every field written here
+// (metadata.lifecycles and tools.components came in 1.5).
+const CycloneDXVersion = cdx.SpecVersion1_6
 
 // Property names (the imagectl namespace of CycloneDX properties).
 const (

@@ -100,5 +100,7 @@ cat <<EOT
     bin/cosign verify --key $keys/signer/cosign.pub --insecure-ignore-tlog ${IMAGECTL_CA_FILE:+--registry-cacert $IMAGECTL_CA_FILE }$pinned
     bin/cosign verify-attestation --key $keys/verifier/cosign.pub --insecure-ignore-tlog ${IMAGECTL_CA_FILE:+--registry-cacert $IMAGECTL_CA_FILE }\\
       --type https://imagectl.dev/attestations/verification/v1 $pinned
+    bin/cosign verify-attestation --key $keys/signer/cosign.pub --insecure-ignore-tlog ${IMAGECTL_CA_FILE:+--registry-cacert $IMAGECTL_CA_FILE }\\
+      --type cyclonedx $pinned   # the CycloneDX SBOM (--type spdxjson: the SPDX one)
   (services this run started are stopped now unless KEEP_UP=1; \`make up\` starts them again)
 EOT

@@ -151,7 +151,7 @@ platform caches under the tag with -OS-ARCH appended.`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&signIt, "sign", false, "after the push, sign the digest and attach the lock, SPDX and CycloneDX SBOM and SLSA provenance attestations")
+	f.BoolVar(&signIt, "sign", false, "after the push, sign the digest and attach the lock, SPDX and CycloneDX SBOMs and SLSA provenance attestations")
 	sf.add(cmd)
 	f.StringVar(&builder.ID, "builder-id", sign.DefaultBuilderID, "provenance: the builder's URI")
 	f.StringVar(&builder.SourceCommit, "source-commit", "", "provenance: git commit of the spec and lock")

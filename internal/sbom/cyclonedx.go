@@ -38,9 +38,10 @@ const (
 // hash), with the base image as its pedigree's ancestor; components are
 // the inventory's packages, one each, with the package URLs SPDX gives
 // them, the lock's sha256 where it pinned them, the download URL as a
-// distribution reference and the origin as the imagectl:origin property.
-// The inventory holds no licenses and no dependency graph, so the BOM
-// claims none. Timestamp and serial number come from the lock's
+// distribution reference, the license expression a Python distribution
+// declares, and the origin as the imagectl:origin property. The inventory
+// holds no dependency graph and no licenses of debs, so the BOM claims
+// none. Timestamp and serial number come from the lock's
 // SOURCE_DATE_EPOCH and the image digest, so one image always gives the
 // same BOM.
 func CycloneDX(inv *Inventory, ref name.Digest, l *lock.Lock) ([]byte, error) {
@@ -66,6 +67,9 @@ func CycloneDX(inv *Inventory, ref name.Digest, l *lock.Lock) ([]byte, error) {
 		c := cdx.Component{BOMRef: refs.next(purl), Type: cdx.ComponentTypeLibrary, Name: p.Name, Version: p.Version, PackageURL: purl}
 		if p.SHA256 != "" {
 			c.Hashes = &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: p.SHA256}}
+		}
+		if p.License != "" {
+			c.Licenses = &cdx.Licenses{{Expression: p.License}}
 		}
 		if p.URL != "" {
 			c.ExternalReferences = &[]cdx.ExternalReference{{Type: cdx.ERTypeDistribution, URL: p.URL}}

@@ -132,6 +132,9 @@ func TestCycloneDX(t *testing.T) {
 		}
 		refs[c.BOMRef] = true
 	}
+	if c := byPURL["pkg:pypi/typing-extensions@4.12.2"]; c.Licenses == nil || (*c.Licenses)[0].Expression != "PSF-2.0" {
+		t.Errorf("typing-extensions licenses = %+v, want the PSF-2.0 its METADATA declares", c.Licenses)
+	}
 	if len(byPURL) != len(inv.Packages) {
 		t.Errorf("components = %d, want the inventory's %d packages", len(byPURL), len(inv.Packages))
 	}
@@ -155,6 +158,13 @@ func TestCycloneDX(t *testing.T) {
 		}
 		if c.Type != wantType {
 			t.Errorf("component %s: type %s, want %s", purl, c.Type, wantType)
+		}
+		var lic string
+		if c.Licenses != nil && len(*c.Licenses) == 1 {
+			lic = (*c.Licenses)[0].Expression
+		}
+		if lic != p.License || (p.License == "" && c.Licenses != nil) {
+			t.Errorf("component %s: licenses %+v, want the expression %q the inventory has", purl, c.Licenses, p.License)
 		}
 		if p.URL != "" && (c.ExternalReferences == nil || (*c.ExternalReferences)[0].Type != cdx.ERTypeDistribution || (*c.ExternalReferences)[0].URL != p.URL) {
 			t.Errorf("component %s: external references %v, want the distribution %s", purl, c.ExternalReferences, p.URL)

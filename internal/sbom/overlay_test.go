@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -142,5 +143,46 @@ func TestReadOverlay(t *testing.T) {
 				t.Errorf("Read = debs %v python %v, want %v %v", debs, python, tc.debs, tc.python)
 			}
 		})
+	}
+}
+
+// TestReadLicenses: a distribution's PEP 639 License-Expression is its
+// license, kept for a locked wheel too; the free-text License field, an
+// expression that is not SPDX-shaped, and debs give none.
+func TestReadLicenses(t *testing.T) {
+	md := func(name, version, headers string) sbomtest.File {
+		return sbomtest.File{Path: build.VenvPath + "/lib/python3.11/site-packages/" + name + "-" + version + ".dist-info/METADATA",
+			Body: "Metadata-Version: 2.4\nName: " + name + "\nVersion: " + version + "\n" + headers + "\n\nbody\n"}
+	}
+	venv := []sbomtest.File{
+		md("pip", "23.0.1", "License: MIT"),
+		md("numpy", "1.26.4", "License-Expression: BSD-3-Clause AND 0BSD AND MIT AND Zlib AND CC0-1.0"),
+		md("packaging", "24.2", "License-Expression: (Apache-2.0 OR BSD-2-Clause)"),
+		md("odd", "1", "License-Expression: see the LICENSE file"),
+		md("unbalanced", "1", "License-Expression: (MIT OR Apache-2.0"),
+		md("multiline", "1", "License-Expression: GPL-2.0-only WITH\n Classpath-exception-2.0"),
+	}
+	l := &lock.Lock{Name: "x", Pip: []lock.Wheel{numpy}}
+	inv, err := sbom.Read(context.Background(), image(t,
+		[]sbomtest.File{osRel, {Path: status, Body: sbomtest.Status(debA)}}, venv, nil, []sbomtest.File{initF}), l)
+	if err != nil {
+		t.Fatalf("Read = %v", err)
+	}
+	got := map[string]string{}
+	for _, p := range inv.Packages {
+		got[p.Name] = p.License
+	}
+	want := map[string]string{"a": "", "imagectl-init": "", "pip": "", "odd": "", "unbalanced": "",
+		"numpy":     "BSD-3-Clause AND 0BSD AND MIT AND Zlib AND CC0-1.0",
+		"packaging": "(Apache-2.0 OR BSD-2-Clause)",
+		"multiline": "GPL-2.0-only WITH Classpath-exception-2.0",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("licenses (-want +got):\n%s", diff)
+	}
+	for _, p := range inv.Packages {
+		if p.Name == "numpy" && (p.Origin != sbom.OriginLock || p.SHA256 != numpy.SHA256) {
+			t.Errorf("numpy = %+v, want the locked wheel (with its license)", p)
+		}
 	}
 }

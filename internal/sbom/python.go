@@ -23,7 +23,33 @@ func parseMetadata(p string, b []byte) (Package, error) {
 	if name == "" || version == "" {
 		return Package{}, fmt.Errorf("parsing %s: Name and Version are required", p)
 	}
-	return Package{Type: TypePyPI, Name: Normalize(name), Version: version}, nil
+	pkg := Package{Type: TypePyPI, Name: Normalize(name), Version: version}
+	// Only the PEP 639 expression: the older License field is free text
+	// (often the whole license), no claim to pass on.
+	if lic := strings.Join(strings.Fields(m.Header.Get("License-Expression")), " "); licenseExpression.MatchString(lic) && balanced(lic) {
+		pkg.License = lic
+	}
+	return pkg, nil
+}
+
+// licenseExpression is the shape of an SPDX license expression: license
+// ids (MIT, LicenseRef-x, DocumentRef-d:LicenseRef-x, GPL-2.0+), AND, OR,
+// WITH and parentheses.
+var licenseExpression = regexp.MustCompile(`^\(*[A-Za-z0-9][A-Za-z0-9.+:-]*\)*( +(AND|OR|WITH) +\(*[A-Za-z0-9][A-Za-z0-9.+:-]*\)*)*$`)
+
+func balanced(s string) bool {
+	n := 0
+	for _, c := range s {
+		switch c {
+		case '(':
+			n++
+		case ')':
+			if n--; n < 0 {
+				return false
+			}
+		}
+	}
+	return n == 0
 }
 
 var pep503 = regexp.MustCompile(`[-_.]+`)

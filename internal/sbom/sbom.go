@@ -70,6 +70,11 @@ type Package struct {
 	// GoVersion and Module come from the init binary's Go build info.
 	GoVersion string `json:"go_version,omitempty"`
 	Module    string `json:"module,omitempty"`
+	// License is the SPDX license expression a Python distribution
+	// declares (License-Expression in its METADATA, core metadata 2.4);
+	// empty when it declares none, or one that is not an SPDX expression.
+	// The dpkg database records no license, so debs have none.
+	License string `json:"license,omitempty"`
 }
 
 // Inventory is what Read found in an image.
@@ -219,7 +224,9 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 			if w.Version != p.Version {
 				return nil, mismatch(l, "wheel %s is %s in the image, the lock has %s", p.Name, p.Version, w.Version)
 			}
+			lic := p.License
 			p = wheelPackage(w)
+			p.License = lic
 		}
 		if seen[p.Name] {
 			return nil, fmt.Errorf("%s is installed twice in %s", p.Name, build.VenvPath)

@@ -124,6 +124,16 @@ func TestReadAndSPDX(t *testing.T) {
 	if !strings.Contains(initPURL, "checksum=sha256:") || purls[initPURL] == "" {
 		t.Errorf("init purl %q (sha256 %q), want pkg:generic/imagectl-init with its checksum", initPURL, purls[initPURL])
 	}
+	// The license a distribution declares; NOASSERTION for the others.
+	for _, p := range doc.Packages {
+		want := "NOASSERTION"
+		if p.PackageName == "typing-extensions" {
+			want = "PSF-2.0"
+		}
+		if p.PackageLicenseDeclared != want || p.PackageLicenseConcluded != "NOASSERTION" {
+			t.Errorf("%s: license declared %q concluded %q, want %q and NOASSERTION", p.PackageName, p.PackageLicenseDeclared, p.PackageLicenseConcluded, want)
+		}
+	}
 	// Base packages hang off the base, locked ones off the image.
 	contains := map[string]string{}
 	for _, r := range doc.Relationships {

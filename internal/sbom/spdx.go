@@ -95,6 +95,9 @@ func SPDX(inv *Inventory, ref name.Digest, l *lock.Lock) ([]byte, error) {
 		sp.PackageExternalReferences = []*spdx.PackageExternalReference{{
 			Category: common.CategoryPackageManager, RefType: common.TypePackageManagerPURL, Locator: purl}}
 		doc.Packages = append(doc.Packages, none(sp))
+		if p.License != "" {
+			sp.PackageLicenseDeclared = p.License // what the distribution declares; nothing is concluded
+		}
 		parent := root.PackageSPDXIdentifier
 		if p.Origin == OriginBase {
 			parent = base
@@ -121,7 +124,8 @@ func setImage(p *spdx.Package, repo, digest string) error {
 }
 
 // none fills the license and copyright fields SPDX 2.3 wants with
-// NOASSERTION: imagectl makes no license claims.
+// NOASSERTION: imagectl concludes no license (a Python distribution's
+// declared one is passed on in PackageLicenseDeclared).
 func none(p *spdx.Package) *spdx.Package {
 	p.PackageLicenseConcluded, p.PackageLicenseDeclared, p.PackageCopyrightText = noAssertion, noAssertion, noAssertion
 	return p

@@ -86,11 +86,21 @@ func Status(debs ...lock.Deb) string {
 	return b.String()
 }
 
+// LicenseExpressions are the License-Expression fields (core metadata
+// 2.4, PEP 639) DistInfo writes, by distribution name; the others get the
+// older free-text License field only, as most wheels have it.
+var LicenseExpressions = map[string]string{"typing-extensions": "PSF-2.0"}
+
 // DistInfo is the METADATA file of a distribution in the venv.
 func DistInfo(name, version string) File {
 	dir := strings.ReplaceAll(name, "-", "_") + "-" + version + ".dist-info"
+	md := "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\nSummary: " + name +
+		"\nLicense: Copyright (c) the " + name + " developers.\n        All rights reserved.\n"
+	if lic, ok := LicenseExpressions[name]; ok {
+		md = "Metadata-Version: 2.4\nName: " + name + "\nVersion: " + version + "\nSummary: " + name + "\nLicense-Expression: " + lic + "\n"
+	}
 	return File{Path: build.VenvPath + "/lib/python3.11/site-packages/" + dir + "/METADATA",
-		Body: "Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\nSummary: " + name + "\n\nLong description: Name: not-this\n"}
+		Body: md + "\nLong description: Name: not-this\n"}
 }
 
 // Image returns an image as imagectl builds one from l on the default base

@@ -23,9 +23,10 @@ import (
 
 // checkSBOM reads the SPDX and CycloneDX attestations of ref (signed by
 // pub) with spdx/tools-golang's and cyclonedx-go's readers (the CycloneDX
-// one also against its JSON schema) and checks, for each, that its Debian and Python packages are exactly what dpkg-query
-// and pip list report inside the image, run with podman, and that each of
-// l's debs and wheels (its pip too) carries the lock's sha256.
+// one also against its JSON schema) and checks, for each, that its Debian
+// and Python packages are exactly what dpkg-query and pip list report
+// inside the image, run with podman, and that each of l's debs and wheels
+// (its pip too) carries the lock's sha256.
 func checkSBOM(t *testing.T, ctx context.Context, ref name.Digest, pub string, l *lock.Lock) {
 	t.Helper()
 	preds, err := sign.VerifyAttestations(ctx, ref, sign.SPDXPredicateType, pub)
@@ -145,7 +146,7 @@ func checkSBOMPackages(t *testing.T, format string, ref name.Digest, pkgs []sbom
 // imagePackages runs dpkg-query -W and pip list in the image ref with
 // podman: its installed debs (name:arch=version) and Python
 // distributions (normalized name=version), sorted.
-func imagePackages(t *testing.T, ctx context.Context, ref name.Digest) (debs, py []string) {
+func imagePackages(t *testing.T, ctx context.Context, ref name.Digest) ([]string, []string) {
 	t.Helper()
 	script := `set -e
 dpkg-query -W -f '${db:Status-Status} ${Package}:${Architecture}=${Version}\n' > /tmp/dpkg

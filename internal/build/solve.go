@@ -163,8 +163,10 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Re
 		}
 	}
 	// The index checks run beside the solve: a refusal cancels it and is
-	// the error, whatever the solve made of it; nothing is exported
-	// (pushed, tagged) before every host has answered.
+	// the error, whatever the solve made of it. An export that names
+	// something (a tag, a layout, a cache ref, an index) waits for every
+	// host's answer; an image pushed by digest alone, content-addressed,
+	// need not.
 	ctx, indexRefusal, release := indexPreflight(ctx, targets, o)
 	defer func() {
 		if ie := indexRefusal(); ie != nil {
@@ -172,8 +174,10 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Re
 		}
 		release()
 	}()
-	for i := range clients {
-		clients[i] = exportGate{clients[i], indexRefusal}
+	if len(targets) > 1 || o.tag != "" || o.ociLayout != "" || len(o.cacheTo) > 0 {
+		for i := range clients {
+			clients[i] = exportGate{clients[i], indexRefusal}
+		}
 	}
 	log := logs.From(ctx)
 	log.Debug("solving", "image", l.Name, "target", target, "oci_layout", o.ociLayout, "platforms", len(targets))

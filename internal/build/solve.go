@@ -202,6 +202,22 @@ func solveTarget(ctx context.Context, c Client, o *options, sopt client.SolveOpt
 	// travels through buildkitd): keep the typed one.
 	var policyErr error
 	buildFunc := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
+		// The base's config is asked for beside the solve (two round trips
+		// to buildkitd at once instead of one after the other).
+		baseRef := Plan(t.lock).Base
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		type baseConfig struct {
+			cfg []byte
+			err error
+		}
+		baseCh := make(chan baseConfig, 1)
+		go func() {
+			_, _, cfg, err := gc.ResolveImageConfig(rctx, baseRef, sourceresolver.Opt{
+				ImageOpt: &sourceresolver.ResolveImageOpt{Platform: &t.platform, ResolveMode: "default"},
+			})
+			baseCh <- baseConfig{cfg, err}
+		}()
 		res, err := gc.Solve(ctx, gateway.SolveRequest{Definition: t.def.ToPB(), CacheImports: cacheImports})
 		if err != nil {
 			return nil, err
@@ -214,12 +230,10 @@ func solveTarget(ctx context.Context, c Client, o *options, sopt client.SolveOpt
 				return nil, err
 			}
 		}
-		baseRef := Plan(t.lock).Base
-		_, _, cfg, err := gc.ResolveImageConfig(ctx, baseRef, sourceresolver.Opt{
-			ImageOpt: &sourceresolver.ResolveImageOpt{Platform: &t.platform, ResolveMode: "default"},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("reading the config of base %s: %w", baseRef, err)
+		bc := <-baseCh
+		cfg := bc.cfg
+		if bc.err != nil {
+			return nil, fmt.Errorf("reading the config of base %s: %w", baseRef, bc.err)
 		}
 		var base ocispecs.Image
 		if err := json.Unmarshal(cfg, &base); err != nil {

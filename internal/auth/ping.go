@@ -48,6 +48,15 @@ func untrusted(kind, host string, err error) error {
 // http only for loopback or insecure registries). It returns an *Error for
 // a 401/403 and an *UnreachableError when the registry does not answer.
 func (a *Access) PingRegistry(ctx context.Context, reg name.Registry, scopes ...string) error {
+	_, err := a.RegistryTransport(ctx, reg, scopes...)
+	return err
+}
+
+// RegistryTransport is PingRegistry that also returns the transport it
+// authenticated for scopes (a ggcr *transport.Wrapper): ggcr calls on those
+// scopes given it with remote.WithTransport send their requests at once,
+// without pinging /v2/ and asking for a token again.
+func (a *Access) RegistryTransport(ctx context.Context, reg name.Registry, scopes ...string) (http.RoundTripper, error) {
 	host := reg.RegistryStr()
 	if a.Insecure(host) && reg.Scheme() != "http" {
 		r, err := name.NewRegistry(host, name.Insecure)
@@ -57,26 +66,26 @@ func (a *Access) PingRegistry(ctx context.Context, reg name.Registry, scopes ...
 	}
 	cred, err := authn.Resolve(ctx, a.Keychain(), reg)
 	if err != nil {
-		return fmt.Errorf("reading the credentials for %s from %s: %w", host, a.RegistrySource(host), err)
+		return nil, fmt.Errorf("reading the credentials for %s from %s: %w", host, a.RegistrySource(host), err)
 	}
 	t, err := transport.NewWithContext(ctx, reg, cred, a.transport, scopes)
 	if err != nil {
-		return a.pingError(ctx, host, err)
+		return nil, a.pingError(ctx, host, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+"/v2/", nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := (&http.Client{Transport: t}).Do(req)
 	if err != nil {
-		return a.pingError(ctx, host, err)
+		return nil, a.pingError(ctx, host, err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	if Denied(resp.StatusCode) {
-		return &Error{Kind: "registry", Host: host, Status: resp.StatusCode, Source: a.RegistrySource(host)}
+		return nil, &Error{Kind: "registry", Host: host, Status: resp.StatusCode, Source: a.RegistrySource(host)}
 	}
-	return nil
+	return t, nil
 }
 
 func (a *Access) pingError(ctx context.Context, host string, err error) error {

@@ -27,7 +27,12 @@ func readManifest(ctx context.Context, r *Result, o *options) (*manifestInfo, er
 		if err != nil {
 			return nil, fmt.Errorf("parsing %q: %w", r.Ref, err)
 		}
-		img, err = remote.Image(ref, append(o.access.RemoteOptions(), remote.WithContext(ctx))...)
+		ropts := append(o.access.RemoteOptions(), remote.WithContext(ctx))
+		if t := o.pinged[ref.RegistryStr()]; t != nil {
+			// Authenticated for the push (and pull) scope before the solve.
+			ropts = append(ropts, remote.WithTransport(t))
+		}
+		img, err = remote.Image(ref, ropts...)
 		if err != nil {
 			return nil, o.access.Classify(fmt.Errorf("reading back %s: %w", r.Ref, err))
 		}

@@ -3,6 +3,7 @@ package build
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -28,10 +29,13 @@ type options struct {
 	status       chan *client.SolveStatus
 	dialTimeout  time.Duration
 	registryHTTP bool
-	rewrite      bool
-	compression  string
-	access       *auth.Access
-	clients      map[string]Client
+	// pinged are the transports the registry checks authenticated, by
+	// registry (set by Solve, for the read-back).
+	pinged      map[string]http.RoundTripper
+	rewrite     bool
+	compression string
+	access      *auth.Access
+	clients     map[string]Client
 }
 
 // makeOptions applies every option, even after one fails, so that a

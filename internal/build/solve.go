@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -131,6 +132,21 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Re
 		closeStatus(o)
 		return nil, err
 	}
+	sopt, target, soptErr := solveOpt(l, o)
+	// The registry checks run while the LLB is made.
+	pctx, cancelPreflight := context.WithCancel(ctx)
+	defer cancelPreflight()
+	type pinged struct {
+		transports map[string]http.RoundTripper
+		err        error
+	}
+	preflightDone := make(chan pinged, 1)
+	if soptErr == nil {
+		go func() {
+			t, err := preflight(pctx, l, o, target)
+			preflightDone <- pinged{t, err}
+		}()
+	}
 	targets, err := buildTargets(ctx, l, o)
 	if err != nil {
 		closeStatus(o)
@@ -145,15 +161,16 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Re
 		}
 		maps.Copy(arts, a)
 	}
-	sopt, target, err := solveOpt(l, o)
-	if err != nil {
+	if soptErr != nil {
 		closeStatus(o)
-		return nil, err
+		return nil, soptErr
 	}
-	if err := preflight(ctx, l, o, target); err != nil {
+	p := <-preflightDone
+	if p.err != nil {
 		closeStatus(o)
-		return nil, err
+		return nil, p.err
 	}
+	o.pinged = p.transports
 	clients := make([]Client, len(targets))
 	for i, t := range targets {
 		clients[i] = o.clientFor(t.platform, c)
@@ -445,7 +462,10 @@ func result(ctx context.Context, l *lock.Lock, o *options, target string, resp *
 // push scope), so that a dead registry is reported by address and a refused
 // login by host and credential source (exit 77), instead of as a stuck or
 // failed push.
-func preflight(ctx context.Context, l *lock.Lock, o *options, target string) error {
+//
+// It returns the transport each check authenticated, by registry, for the
+// read-back to reuse (no second ping and token exchange).
+func preflight(ctx context.Context, l *lock.Lock, o *options, target string) (map[string]http.RoundTripper, error) {
 	scopes := map[string][]string{} // registry -> scopes
 	add := func(ref, action string) {
 		r, err := name.ParseReference(ref, refNameOptions(ref, o)...)
@@ -470,13 +490,16 @@ func preflight(ctx context.Context, l *lock.Lock, o *options, target string) err
 		}
 	}
 	start := time.Now()
+	pinged := map[string]http.RoundTripper{}
 	for _, reg := range slices.Sorted(maps.Keys(scopes)) {
-		if err := ping(ctx, reg, scopes[reg], o); err != nil {
-			return err
+		t, err := ping(ctx, reg, scopes[reg], o)
+		if err != nil {
+			return nil, err
 		}
+		pinged[reg] = t
 	}
 	logs.From(ctx).Debug("registries checked", "registries", len(scopes), "took", time.Since(start))
-	return nil
+	return pinged, nil
 }
 
 // exportGate is a Client whose solves hand their result to the exporter
@@ -559,17 +582,17 @@ func indexPreflight(ctx context.Context, targets []buildTarget, o *options) (_ c
 	}), cancel
 }
 
-func ping(ctx context.Context, reg string, scopes []string, o *options) error {
+func ping(ctx context.Context, reg string, scopes []string, o *options) (http.RoundTripper, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.dialTimeout)
 	defer cancel()
 	r, err := name.NewRegistry(reg, refNameOptions(reg+"/x", o)...)
 	if err != nil {
-		return fmt.Errorf("registry %q: %w", reg, err)
+		return nil, fmt.Errorf("registry %q: %w", reg, err)
 	}
-	err = o.access.PingRegistry(ctx, r, scopes...)
+	t, err := o.access.RegistryTransport(ctx, r, scopes...)
 	var ue *auth.UnreachableError
 	if errors.As(err, &ue) {
-		return &UnavailableError{Service: "registry", Addr: reg, Err: ue.Err}
+		return nil, &UnavailableError{Service: "registry", Addr: reg, Err: ue.Err}
 	}
-	return err
+	return t, err
 }

@@ -566,3 +566,47 @@ func TestWithCompressionRejects(t *testing.T) {
 		t.Errorf("WithCompression(lz4) error = %v, want one naming lz4", err)
 	}
 }
+
+// TestReadBackReusesTheCheckedTransport: the registry is pinged (and its
+// login checked) once per build, before the solve; reading the pushed
+// manifest back goes out on the transport that check authenticated, with
+// no second /v2/ ping.
+func TestReadBackReusesTheCheckedTransport(t *testing.T) {
+	var mu sync.Mutex
+	var reqs []string
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reqs = append(reqs, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		inner.ServeHTTP(w, r)
+	}))
+	defer s.Close()
+	reg := strings.TrimPrefix(s.URL, "http://")
+	l := localLock(reg)
+	l.Apt, l.Pip, l.Resolver = nil, nil, lock.Wheel{}
+	dgst, img := pushRandom(t, l.Repos.Staging, 3)
+	mu.Lock()
+	reqs = nil
+	mu.Unlock()
+	res, err := Solve(context.Background(), &fakeClient{digest: dgst}, l, fakeInit(t), WithPush(true))
+	if err != nil {
+		t.Fatalf("Solve() = %v", err)
+	}
+	if m, _ := img.Manifest(); len(res.Layers) != len(m.Layers) {
+		t.Fatalf("read back %d layers, want %d", len(res.Layers), len(m.Layers))
+	}
+	var pings, manifests int
+	for _, r := range reqs {
+		switch {
+		case r == "GET /v2/":
+			pings++
+		case strings.Contains(r, "/manifests/"):
+			manifests++
+		}
+	}
+	// The check: ggcr's ping, then /v2/ through the authenticated transport.
+	if pings != 2 || manifests != 1 {
+		t.Errorf("requests %q: want the check's two /v2/ and one manifest read, no ping of the read-back", reqs)
+	}
+}

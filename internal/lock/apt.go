@@ -26,10 +26,16 @@ func (e *AptError) Error() string {
 	return fmt.Sprintf("apt could not resolve %s:\n%s", strings.Join(e.Packages, " "), strings.TrimSpace(e.Output))
 }
 
-// aptScript updates the package lists from the base's own sources, looks
-// for the spec's Python (pythonScript: when the base lacks python3.X, its
-// packages join the list) and asks apt for the URIs of everything
-// `apt-get install` would fetch: the closure beyond what the base already has.
+// aptScript looks for the spec's Python in the base and, only when apt has
+// something to answer (the spec names apt packages, or the base lacks
+// python3.X), updates the package lists from the base's own sources, looks
+// whether they offer that Python (pythonScript: its packages join the list)
+// and asks apt for the URIs of everything `apt-get install` would fetch: the
+// closure beyond what the base already has. A base that has the Python, with
+// no apt packages asked, is not updated at all: `apt-get update` costs a
+// round of the base's mirrors, and where those are unreachable (a GPU
+// machine without network, an air-gapped builder) it waits for apt's
+// timeouts: 250 s on the GPU machine's run3 and run4.
 func aptScript(pkgs []string, python string) (string, error) {
 	for _, p := range pkgs {
 		if !aptArg.MatchString(p) {
@@ -46,15 +52,21 @@ func aptScript(pkgs []string, python string) (string, error) {
 	return `set -u
 mkdir -p /tmp/imagectl-apt/partial
 : >/out/apt.txt
+: >/out/apt.log
 rc=0
-apt-get update -qq >/out/apt.log 2>&1 || rc=$?
-if [ $rc -eq 0 ]; then
-` + pythonScript(python) + `  set -- ` + strings.Join(pkgs, " ") + ` $extra
-  if [ $# -gt 0 ]; then
-    apt-get install -y --no-install-recommends --print-uris -qq \
-      -o Acquire::ForceHash=SHA256 -o Dir::Cache::Archives=/tmp/imagectl-apt "$@" >/out/apt.txt 2>>/out/apt.log || rc=$?
+set -- ` + strings.Join(pkgs, " ") + `
+` + pythonScript(python) + `if [ $# -gt 0 ] || [ -z "$havepy" ]; then
+  apt-get update -qq >/out/apt.log 2>&1 || rc=$?
+  if [ $rc -eq 0 ]; then
+    if [ -z "$havepy" ]; then pyoffers; fi
+    set -- "$@" $extra
+    if [ $# -gt 0 ]; then
+      apt-get install -y --no-install-recommends --print-uris -qq \
+        -o Acquire::ForceHash=SHA256 -o Dir::Cache::Archives=/tmp/imagectl-apt "$@" >/out/apt.txt 2>>/out/apt.log || rc=$?
+    fi
   fi
 fi
+printf '%s\n' "$extra" >/out/python.install
 echo $rc >/out/apt.rc
 `, nil
 }

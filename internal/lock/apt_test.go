@@ -1,6 +1,9 @@
 package lock
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,5 +82,90 @@ func TestAptScriptRejectsNonNames(t *testing.T) {
 		if _, err := aptScript([]string{p}, "3.11"); err != nil {
 			t.Errorf("aptScript(%q) = %v, want nil", p, err)
 		}
+	}
+}
+
+// TestAptScriptUpdatesOnlyWhenAptHasSomethingToAnswer runs the apt step's
+// script on this machine with apt-get and apt-cache replaced by recorders:
+// a base that has the spec's Python, with no apt packages asked, must not
+// run `apt-get update` (on a machine whose mirrors are unreachable it waits
+// for apt's timeouts: 250 s on the GPU machine); every other case must.
+func TestAptScriptUpdatesOnlyWhenAptHasSomethingToAnswer(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, tc := range []struct {
+		name       string
+		pkgs       []string
+		havePython bool
+		offers     string // apt-cache pkgnames python3.
+		wantCalls  []string
+		wantPath   bool
+		wantExtra  string
+	}{{
+		name: "python in the base, no packages: no apt at all", havePython: true, wantPath: true,
+	}, {
+		name: "python in the base, packages asked", pkgs: []string{"jq", "tini"}, havePython: true, wantPath: true,
+		wantCalls: []string{"update -qq", "install -y --no-install-recommends --print-uris -qq -o Acquire::ForceHash=SHA256 -o Dir::Cache::Archives=TMP jq tini"},
+	}, {
+		name: "no python in the base, the repositories offer it", offers: "python3.98\npython3.97\n", wantExtra: "python3.98 python3.98-venv",
+		wantCalls: []string{"update -qq", "install -y --no-install-recommends --print-uris -qq -o Acquire::ForceHash=SHA256 -o Dir::Cache::Archives=TMP python3.98 python3.98-venv"},
+	}, {
+		name: "no python in the base, none offered", offers: "python3.97\n",
+		wantCalls: []string{"update -qq"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			bin, out, tmp := filepath.Join(root, "bin"), filepath.Join(root, "out"), filepath.Join(root, "tmp")
+			for _, d := range []string{bin, out, tmp} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			calls := filepath.Join(root, "calls")
+			write := func(name, body string) {
+				if err := os.WriteFile(filepath.Join(bin, name), []byte("#!"+sh+"\n"+body), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("apt-get", `echo "$*" >>`+calls+"\n")
+			write("apt-cache", `printf '`+strings.ReplaceAll(tc.offers, "\n", `\n`)+`'`+"\n")
+			if tc.havePython {
+				write("python3.98", "exit 0\n")
+			}
+			script, err := aptScript(tc.pkgs, "3.98")
+			if err != nil {
+				t.Fatal(err)
+			}
+			script = strings.NewReplacer("/out/", out+"/", "/tmp/imagectl-apt", tmp).Replace(script)
+			cmd := exec.Command(sh, "-c", script)
+			cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("script: %v\n%s", err, b)
+			}
+			b, _ := os.ReadFile(calls)
+			got := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(b), tmp, "TMP")), "\n")
+			if len(b) == 0 {
+				got = nil
+			}
+			if d := cmp.Diff(tc.wantCalls, got); d != "" {
+				t.Errorf("apt-get calls (-want +got):\n%s", d)
+			}
+			files := map[string][]byte{}
+			for _, n := range []string{"apt.rc", "python.path", "python.install", "python.offers"} {
+				files[n], _ = os.ReadFile(filepath.Join(out, n))
+			}
+			if rc := strings.TrimSpace(string(files["apt.rc"])); rc != "0" {
+				t.Errorf("apt.rc = %q, want 0", rc)
+			}
+			p := parsePythonProbe(files)
+			if want := filepath.Join(bin, "python3.98"); tc.wantPath != (p.path == want) {
+				t.Errorf("python path %q, want it %v (%s)", p.path, tc.wantPath, want)
+			}
+			if got := strings.Join(p.install, " "); got != tc.wantExtra {
+				t.Errorf("python install %q, want %q", got, tc.wantExtra)
+			}
+		})
 	}
 }

@@ -40,19 +40,20 @@ func pythonPackages(minor string) []string {
 	return []string{"python" + minor, "python" + minor + "-venv"}
 }
 
-// pythonScript is the apt step's prologue: is python3.X in the base? If
-// not, do the base's repositories offer it (then it joins the packages),
-// and which python3.N do they offer (for the error)? It runs after
-// apt-get update and sets $extra.
+// pythonScript is the apt step's prologue: is python3.X in the base
+// ($havepy, and its path in python.path)? It defines pyoffers, which the
+// step runs after apt-get update when the base lacks it: do the base's
+// repositories offer it (then its packages are $extra, joining the list),
+// and which python3.N do they offer (for the error)?
 func pythonScript(minor string) string {
 	py := "python" + minor
 	return `extra=
-if command -v ` + py + ` >/out/python.path 2>/dev/null; then :; else
-  : >/out/python.path
+havepy=
+if command -v ` + py + ` >/out/python.path 2>/dev/null; then havepy=1; else : >/out/python.path; fi
+pyoffers() {
   apt-cache pkgnames python3. 2>/dev/null | grep -E '^python3\.[0-9]+$' | sort -V >/out/python.offers
   if grep -qx '` + py + `' /out/python.offers; then extra='` + strings.Join(pythonPackages(minor), " ") + `'; fi
-fi
-printf '%s\n' "$extra" >/out/python.install
+}
 `
 }
 

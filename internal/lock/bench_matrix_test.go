@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"imagectl/internal/atomicfile"
+	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
+	"imagectl/internal/pyindex"
 	"imagectl/internal/spec"
 	"imagectl/internal/testenv"
 	"imagectl/internal/wheelhouse"
@@ -97,13 +101,39 @@ func (s *servedCounter) reset() (map[string]int64, map[string]int) {
 // lock/bare (target <= 1.2) and how often each big wheel left the server
 // per run (target: at most once per lock run). The sub-benchmarks serve the
 // torch index without range requests (python3 -m http.server) and with them
-// (nginx, S3, GCS).
+// (nginx, S3, GCS), and offer on the PyPI stand-in Debian bookworm's pip
+// (23.0.1, /usr/share/python-wheels) alone or, when IMAGECTL_BENCH_NEW_PIP
+// names a newer pip wheel (hack/bench/pipwhl.sh: Debian forky's), both,
+// as the real PyPI offers new pips: the lock resolves with the newest, and
+// so does the bare pip. With -v the lock's steps are logged.
 func BenchmarkLockMatrix(b *testing.B) {
-	b.Run("plain-static", func(b *testing.B) { benchLockMatrix(b, false) })
-	b.Run("with-ranges", func(b *testing.B) { benchLockMatrix(b, true) })
+	pips, _ := filepath.Glob("/usr/share/python-wheels/pip-*-py3-none-any.whl")
+	if len(pips) == 0 {
+		b.Fatal("no /usr/share/python-wheels/pip-*.whl (make deps: python3-pip-whl)")
+	}
+	debian := pips[len(pips)-1]
+	resolvers := [][]string{{debian}}
+	if p := os.Getenv("IMAGECTL_BENCH_NEW_PIP"); p != "" {
+		resolvers = append(resolvers, []string{debian, p})
+	}
+	for _, ranges := range []bool{false, true} {
+		name := "plain-static"
+		if ranges {
+			name = "with-ranges"
+		}
+		b.Run(name, func(b *testing.B) {
+			for _, offered := range resolvers {
+				w, ok := pyindex.ParseWheelName(filepath.Base(offered[len(offered)-1]))
+				if !ok {
+					b.Fatalf("%s is not a wheel name", offered[len(offered)-1])
+				}
+				b.Run("pip-"+w.Version, func(b *testing.B) { benchLockMatrix(b, ranges, offered) })
+			}
+		})
+	}
 }
 
-func benchLockMatrix(b *testing.B, ranges bool) {
+func benchLockMatrix(b *testing.B, ranges bool, pips []string) {
 	env := testenv.Get(b)
 	if env.UpstreamRegistry == "" {
 		b.Skip("no upstream registry fixture (make up)")
@@ -116,23 +146,40 @@ func benchLockMatrix(b *testing.B, ranges bool) {
 		}
 		big = n
 	}
-	pip, _ := filepath.Glob("/usr/share/python-wheels/pip-*-py3-none-any.whl")
-	if len(pip) == 0 {
-		b.Fatal("no /usr/share/python-wheels/pip-*.whl (make deps: python3-pip-whl)")
-	}
 	dir := filepath.Join(env.Root, ".cache", "bench", fmt.Sprintf("standins-torch-%d", big))
 	start := time.Now()
-	if err := wheelhouse.WriteStandins(dir, "torch", big, pip[len(pip)-1:]); err != nil {
+	if err := wheelhouse.WriteStandins(dir, "torch", big, pips[:1]); err != nil {
 		b.Fatal(err)
+	}
+	pypi := filepath.Join(dir, "pypi")
+	if len(pips) > 1 {
+		// The same PyPI stand-in with the newer pips beside bookworm's.
+		pypi = b.TempDir()
+		have, _ := filepath.Glob(filepath.Join(dir, "pypi", "files", "*.whl"))
+		for _, f := range append(have, pips[1:]...) {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := atomicfile.Write(filepath.Join(pypi, "files", filepath.Base(f)), raw, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := wheelhouse.WriteIndex(pypi); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.Logf("stand-ins with %d-byte torch wheels ready in %s (%s)", big, time.Since(start).Round(time.Millisecond), dir)
 	torchSrv := &servedCounter{dir: filepath.Join(dir, "torch"), ranges: ranges, bytes: map[string]int64{}, gets: map[string]int{}}
 	ts := httptest.NewServer(torchSrv)
 	defer ts.Close()
-	ps := httptest.NewServer(wheelhouse.Handler(filepath.Join(dir, "pypi")))
+	ps := httptest.NewServer(wheelhouse.Handler(pypi))
 	defer ps.Close()
 
 	ctx := context.Background()
+	if testing.Verbose() {
+		ctx = logs.With(ctx, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	}
 	imgs, err := spec.Load(ctx, []string{filepath.Join(env.Root, "specs", "pytorch.hcl")}, spec.WithVars(map[string]string{
 		"registry": env.Registry, "base_registry": env.UpstreamRegistry, "torch_index": ts.URL, "pypi_index": ps.URL + "/simple/",
 	}))
@@ -209,9 +256,11 @@ func benchLockMatrix(b *testing.B, ranges bool) {
 	bareOnce := func() {
 		t := time.Now()
 		for _, j := range bare {
+			ta := time.Now()
 			if _, err := r.Run(ctx, j.apt); err != nil {
 				b.Fatal(err)
 			}
+			tp := time.Now()
 			out, err := r.Run(ctx, j.pip)
 			if err != nil {
 				b.Fatal(err)
@@ -219,6 +268,7 @@ func benchLockMatrix(b *testing.B, ranges bool) {
 			if rc := strings.TrimSpace(string(out["pip.rc"])); rc != "0" {
 				b.Fatalf("bare pip failed:\n%s", out["pip.log"])
 			}
+			logs.From(ctx).Info("bare steps done", "apt_seconds", tp.Sub(ta).Seconds(), "pip_seconds", time.Since(tp).Seconds())
 		}
 		bareT += time.Since(t)
 		by, gets := torchSrv.reset()

@@ -17,13 +17,21 @@ import (
 // `install --dry-run --report`.
 const minPip = "22.2"
 
+// pipReadsOnce is the first pip that reads a wheel once when it took the
+// wheel's metadata from the index (PEP 658): older ones read it twice at
+// the end of `install --dry-run` (pypa/pip#11847, fixed in 23.2), so the
+// proxy offers them no metadata and they read each wheel they consider
+// once, as bare pip does. pip 25.3 and newer read no wheel at all in
+// --dry-run when the index gives its metadata (pypa/pip#13482).
+const pipReadsOnce = "23.2"
+
 // resolvePip resolves reqs with the locked pip behind a routing proxy
 // (internal/pyindex) that imagectl serves on loopback for the duration of
 // the step: pip sees one index, on which each project comes from exactly
 // one upstream index (torch's own projects from the torch variant's index,
 // every other from the first of the spec's pip_indexes that has it), and
-// every wheel has PEP 658 metadata, so pip never downloads a wheel to read
-// its dependencies. The report's URLs are mapped back to the upstream ones;
+// every wheel has PEP 658 metadata (for pip 23.2 and newer: pipReadsOnce),
+// so pip never downloads a wheel to read its dependencies. The report's URLs are mapped back to the upstream ones;
 // each wheel records its index.
 func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.Routes, image string, debs []Deb, reqs []string, p plan) (*pipResult, Wheel, error) {
 	log := logs.From(ctx)
@@ -45,7 +53,10 @@ func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.
 	if err != nil {
 		return nil, Wheel{}, err
 	}
-	log.Info("resolver", "image", img.Name, "pip", resolver.Version, "index", resolver.Index)
+	if pyindex.ReleaseBefore(resolver.Version, pipReadsOnce) {
+		proxy.OfferMetadata(false)
+	}
+	log.Info("resolver", "image", img.Name, "pip", resolver.Version, "index", resolver.Index, "metadata", !pyindex.ReleaseBefore(resolver.Version, pipReadsOnce))
 	res, err := runPip(ctx, o.runner, image, debs, pipRequest{
 		Requirements: reqs, Constraints: p.constraints, Index: proxy.URL(), Python: img.Python,
 		Resolver: resolver, ResolverURL: proxy.FileURL(rf),

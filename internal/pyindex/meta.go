@@ -17,8 +17,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sync/singleflight"
-
 	"imagectl/internal/atomicfile"
 )
 
@@ -70,7 +68,7 @@ type client struct {
 	auth     func(*http.Request)
 	cacheDir string
 	n        counters
-	flight   singleflight.Group
+	locks    sync.Map // wheel sha256 -> *sync.Mutex: one upstream read at a time
 }
 
 func (c *client) do(req *http.Request) (*http.Response, error) {
@@ -93,24 +91,44 @@ func (c *client) metadata(ctx context.Context, f File) ([]byte, error) {
 		c.n.hits.Add(1)
 		return b, nil
 	}
-	v, err, _ := c.flight.Do(f.SHA256, func() (any, error) {
-		if b, err := os.ReadFile(path); err == nil {
-			c.n.hits.Add(1)
-			return b, nil
-		}
-		b, err := c.fetchMetadata(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		if err := atomicfile.Write(path, b, 0o644); err != nil {
-			return nil, fmt.Errorf("caching the metadata of %s: %w", f.Filename, err)
-		}
+	// Under the wheel's download lock: a metadata read that must download
+	// the whole wheel and a client's read of the same wheel take it from
+	// upstream once between them.
+	defer c.lockWheel(f.SHA256)()
+	if b, err := os.ReadFile(path); err == nil {
+		c.n.hits.Add(1)
 		return b, nil
-	})
+	}
+	var (
+		b   []byte
+		err error
+	)
+	if _, serr := os.Stat(c.wheelPath(f.SHA256)); serr == nil {
+		// A client read the wheel before (pip before 23.2 is offered no
+		// metadata): the cached copy has it.
+		b, err = c.cachedMetadata(f)
+		if err == nil {
+			c.n.hits.Add(1)
+		}
+	} else {
+		b, err = c.fetchMetadata(ctx, f)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return v.([]byte), nil
+	if err := atomicfile.Write(path, b, 0o644); err != nil {
+		return nil, fmt.Errorf("caching the metadata of %s: %w", f.Filename, err)
+	}
+	return b, nil
+}
+
+// lockWheel takes the download lock of the wheel with sha256 sum and
+// returns its unlock.
+func (c *client) lockWheel(sum string) func() {
+	m, _ := c.locks.LoadOrStore(sum, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 func (c *client) fetchMetadata(ctx context.Context, f File) ([]byte, error) {
@@ -208,11 +226,15 @@ func (c *client) wheelMetadata(ctx context.Context, f File) ([]byte, error) {
 }
 
 func (c *client) downloadMetadata(body io.Reader, f File) ([]byte, error) {
-	path, err := c.storeWheel(body, f)
-	if err != nil {
+	if _, err := c.storeWheel(body, f, nil); err != nil {
 		return nil, err
 	}
-	fh, err := os.Open(path)
+	return c.cachedMetadata(f)
+}
+
+// cachedMetadata reads METADATA out of the cached copy of f.
+func (c *client) cachedMetadata(f File) ([]byte, error) {
+	fh, err := os.Open(c.wheelPath(f.SHA256))
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +252,10 @@ func (c *client) wheelPath(sum string) string {
 }
 
 // storeWheel writes body to the wheel cache if its sha256 is the index's,
-// and returns the cached file.
-func (c *client) storeWheel(body io.Reader, f File) (string, error) {
+// and returns the cached file. With tee, the bytes go there too as they
+// are read (one pass: read, hash, cache, send); a failed write to tee fails
+// the store. The caller holds the wheel's download lock.
+func (c *client) storeWheel(body io.Reader, f File, tee io.Writer) (string, error) {
 	dir := filepath.Join(c.cacheDir, "wheels")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -243,7 +267,11 @@ func (c *client) storeWheel(body io.Reader, f File) (string, error) {
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), body)
+	dst := io.MultiWriter(tmp, h)
+	if tee != nil {
+		dst = io.MultiWriter(tmp, h, tee)
+	}
+	n, err := io.CopyBuffer(dst, body, make([]byte, 1<<20))
 	c.n.downloads.Add(1)
 	c.n.downloadBytes.Add(n)
 	if err != nil {
@@ -269,28 +297,23 @@ func (c *client) wheel(ctx context.Context, f File) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	v, err, _ := c.flight.Do("wheel "+f.SHA256, func() (any, error) {
-		if _, err := os.Stat(path); err == nil {
-			return path, nil
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := c.do(req)
-		if err != nil {
-			return nil, fmt.Errorf("fetching %s: %w", redactURL(f.URL), err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("fetching %s: HTTP %d", redactURL(f.URL), resp.StatusCode)
-		}
-		return c.storeWheel(resp.Body, f)
-	})
+	defer c.lockWheel(f.SHA256)()
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
 	if err != nil {
 		return "", err
 	}
-	return v.(string), nil
+	resp, err := c.do(req)
+	if err != nil {
+		return "", fmt.Errorf("fetching %s: %w", redactURL(f.URL), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("fetching %s: HTTP %d", redactURL(f.URL), resp.StatusCode)
+	}
+	return c.storeWheel(resp.Body, f, nil)
 }
 
 // metadataFromZip finds the wheel's top-level NAME-VERSION.dist-info/METADATA.

@@ -14,8 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -107,6 +109,9 @@ type Proxy struct {
 	ln     net.Listener
 	srv    *http.Server
 
+	// noMetadata: list no PEP 658 metadata (OfferMetadata).
+	noMetadata atomic.Bool
+
 	mu    sync.Mutex
 	files map[string]Served // by key (see fileKey)
 	pages map[string]page   // by project
@@ -153,6 +158,14 @@ func (p *Proxy) Close() error {
 	defer cancel()
 	return p.srv.Shutdown(ctx)
 }
+
+// OfferMetadata sets whether the pages the proxy serves from now on list
+// PEP 658 metadata for their wheels (the default). pip before 23.2 reads
+// a wheel whose metadata it took from the index twice at the end of
+// `install --dry-run` (pypa/pip#11847): with such a pip the proxy offers
+// none, pip reads each wheel it considers once, and the proxy streams the
+// first read from upstream as it caches it.
+func (p *Proxy) OfferMetadata(on bool) { p.noMetadata.Store(!on) }
 
 // Stats is what was fetched from upstream so far.
 func (p *Proxy) Stats() Stats { return p.c.n.snapshot() }
@@ -290,7 +303,7 @@ func (p *Proxy) servePage(w http.ResponseWriter, r *http.Request) {
 		if f.Yanked {
 			fmt.Fprintf(&b, " data-yanked=\"%s\"", html.EscapeString(f.YankedReason))
 		}
-		if strings.HasSuffix(f.Filename, ".whl") && isHex(f.SHA256, 64) {
+		if strings.HasSuffix(f.Filename, ".whl") && isHex(f.SHA256, 64) && !p.noMetadata.Load() {
 			// The hash of the metadata is unknown until it is read: PEP 714
 			// allows "true".
 			b.WriteString(` data-core-metadata="true" data-dist-info-metadata="true"`)
@@ -330,30 +343,12 @@ func (p *Proxy) serveFile(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	// pip (up to 23.0 even with --dry-run) and the resolution step ask for
+	// pip (before 25.3 even with --dry-run) and the resolution step ask for
 	// files: a file with a sha256 comes from the wheel cache, read from
-	// upstream at most once; any other is streamed through.
+	// upstream at most once (streamed to this client as it is cached); any
+	// other is streamed through.
 	if isHex(s.SHA256, 64) {
-		path, err := p.c.wheel(r.Context(), s.File)
-		if err != nil {
-			p.fail(w, fmt.Errorf("%s from %s: %w", s.Filename, redactURL(s.Index), err))
-			return
-		}
-		fh, err := os.Open(path)
-		if err != nil {
-			p.fail(w, err)
-			return
-		}
-		defer fh.Close()
-		st, err := fh.Stat()
-		if err != nil {
-			p.fail(w, err)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		http.ServeContent(w, r, s.Filename, time.Time{}, fh)
-		p.c.n.served.Add(1)
-		p.c.n.servedBytes.Add(st.Size())
+		p.serveWheel(w, r, s)
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), r.Method, s.URL, nil)
@@ -378,6 +373,94 @@ func (p *Proxy) serveFile(w http.ResponseWriter, r *http.Request) {
 	n, _ := io.Copy(w, resp.Body)
 	p.c.n.downloads.Add(1)
 	p.c.n.downloadBytes.Add(n)
+}
+
+// serveWheel answers a GET or HEAD of a wheel with a sha256 from the
+// wheel cache. A wheel not cached yet is read from upstream once, under its
+// download lock: a plain GET gets the bytes as they arrive, while they are
+// hashed and written to the cache in the same pass; the response is cut
+// short (so the client fails) when the sha256 is not the index's, and the
+// cache keeps nothing then. A HEAD or a range request waits for the cache.
+func (p *Proxy) serveWheel(w http.ResponseWriter, r *http.Request, s Served) {
+	path := p.c.wheelPath(s.SHA256)
+	if _, err := os.Stat(path); err != nil && r.Method == http.MethodGet && r.Header.Get("Range") == "" {
+		unlock := p.c.lockWheel(s.SHA256)
+		if _, err := os.Stat(path); err != nil {
+			defer unlock()
+			p.streamWheel(w, r, s)
+			return
+		}
+		unlock()
+	}
+	path, err := p.c.wheel(r.Context(), s.File)
+	if err != nil {
+		p.fail(w, fmt.Errorf("%s from %s: %w", s.Filename, redactURL(s.Index), err))
+		return
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	// http.ServeContent sends an *os.File with sendfile(2).
+	w.Header().Set("Content-Type", "application/octet-stream")
+	http.ServeContent(w, r, s.Filename, time.Time{}, fh)
+	p.c.n.served.Add(1)
+	p.c.n.servedBytes.Add(st.Size())
+}
+
+// streamWheel reads s from upstream to the client and the cache at once;
+// the caller holds its download lock and the cache has no copy.
+func (p *Proxy) streamWheel(w http.ResponseWriter, r *http.Request, s Served) {
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.URL, nil)
+	if err != nil {
+		p.fail(w, err)
+		return
+	}
+	resp, err := p.c.do(req)
+	if err != nil {
+		p.fail(w, fmt.Errorf("%s from %s: fetching %s: %w", s.Filename, redactURL(s.Index), redactURL(s.URL), err))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		p.fail(w, fmt.Errorf("%s from %s: fetching %s: HTTP %d", s.Filename, redactURL(s.Index), redactURL(s.URL), resp.StatusCode))
+		return
+	}
+	if resp.ContentLength >= 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	cw := &countWriter{w: w}
+	if _, err := p.c.storeWheel(resp.Body, s.File, cw); err != nil {
+		p.mu.Lock()
+		if len(p.errs) < 20 {
+			p.errs = append(p.errs, fmt.Errorf("%s from %s: %w", s.Filename, redactURL(s.Index), err))
+		}
+		p.mu.Unlock()
+		// The status line and part of the body are out: only cutting the
+		// connection tells the client the file is not whole.
+		panic(http.ErrAbortHandler)
+	}
+	p.c.n.served.Add(1)
+	p.c.n.servedBytes.Add(cw.n)
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 func (p *Proxy) fail(w http.ResponseWriter, err error) {

@@ -1,6 +1,7 @@
 package pyindex
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -8,9 +9,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"imagectl/internal/wheelhouse"
 )
@@ -275,5 +279,201 @@ func TestProxyPEP691AndPEP658(t *testing.T) {
 	}
 	if a, _ := accepts.Load().(string); !strings.Contains(a, "application/vnd.pypi.simple.v1+json") {
 		t.Errorf("Accept = %q, want PEP 691 JSON asked for", a)
+	}
+}
+
+// gatedServer serves dir's files whole (no ranges) and, for the wheel
+// named gate, sends the first half, then waits until release is closed.
+type gatedServer struct {
+	dir     string
+	gate    string
+	release chan struct{}
+	sent    atomic.Int64
+}
+
+func (s *gatedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := filepath.Join(s.dir, filepath.FromSlash(r.URL.Path))
+	if strings.HasSuffix(r.URL.Path, "/") {
+		p = filepath.Join(p, "index.html")
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	if filepath.Base(p) == s.gate {
+		n, _ := w.Write(b[:len(b)/2])
+		s.sent.Add(int64(n))
+		w.(http.Flusher).Flush()
+		<-s.release
+		b = b[len(b)/2:]
+	}
+	n, _ := w.Write(b)
+	s.sent.Add(int64(n))
+}
+
+// TestProxyStreamsAnUncachedWheel: a client asking for a wheel the cache
+// lacks gets its bytes while the proxy is still reading it from upstream
+// (one pass: read, hash, cache, send), and the wheel is read from upstream
+// once: a second GET and its metadata come from the cache. Offered no
+// metadata (OfferMetadata(false), for pip before 23.2), the page lists none.
+func TestProxyStreamsAnUncachedWheel(t *testing.T) {
+	dir := t.TempDir()
+	plainIndex(t, dir, torchSpecs()...)
+	const name = "torch-2.6.0+cu124-py3-none-any.whl"
+	want, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &gatedServer{dir: dir, gate: name, release: make(chan struct{})}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	p, err := Start(Routes{Torch: ts.URL + "/"}, WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.OfferMetadata(false)
+	if code, page := get(t, p.URL()+"torch/"); code != 200 || strings.Contains(string(page), "data-core-metadata") || !strings.Contains(string(page), "#sha256=") {
+		t.Errorf("torch page offered no metadata: HTTP %d\n%s\nwant the file with its sha256 and no metadata attributes", code, page)
+	}
+	_, files, err := p.Project(context.Background(), "torch")
+	if err != nil || len(files) != 1 {
+		t.Fatalf("Project(torch) = %v %v", files, err)
+	}
+	// The response and the first half arrive while upstream still holds
+	// back the second.
+	var resp *http.Response
+	first := make([]byte, len(want)/2)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		if resp, err = http.Get(p.FileURL(files[0])); err == nil {
+			_, err = io.ReadFull(resp.Body, first)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("reading the first half: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		close(srv.release)
+		<-done
+		t.Fatal("no byte of the wheel reached the client while upstream was sending it: the proxy does not stream")
+	}
+	close(srv.release)
+	defer resp.Body.Close()
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := append(first, rest...); !bytes.Equal(got, want) {
+		t.Fatalf("streamed wheel: %d bytes, not the upstream file's %d", len(got), len(want))
+	}
+	sent := srv.sent.Load()
+	if code, b := get(t, p.FileURL(files[0])); code != 200 || !bytes.Equal(b, want) {
+		t.Errorf("second GET: HTTP %d, %d bytes", code, len(b))
+	}
+	if md := metadataOf(t, p, "torch", name); !strings.Contains(md, "Name: torch") {
+		t.Errorf("metadata = %q", md)
+	}
+	if more := srv.sent.Load() - sent; more != 0 {
+		t.Errorf("the second GET and the metadata made upstream send %d more bytes, want 0 (from the cache)", more)
+	}
+	if st := p.Stats(); st.Downloads != 1 || st.Served != 2 || st.CacheHits != 1 {
+		t.Errorf("stats %+v: want 1 download, 2 served, the metadata from the cached wheel", st)
+	}
+}
+
+// TestProxyStreamCutOnWrongSHA256: a wheel whose bytes are not the ones
+// the index's sha256 names reaches the client cut short (the client sees
+// an error), the cache keeps nothing and the proxy reports the mismatch.
+func TestProxyStreamCutOnWrongSHA256(t *testing.T) {
+	dir := t.TempDir()
+	plainIndex(t, dir, torchSpecs()...)
+	const name = "torch-2.6.0+cu124-py3-none-any.whl"
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff // the same size, other bytes
+	if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(&noRange{dir: dir})
+	defer ts.Close()
+	cache := t.TempDir()
+	p, err := Start(Routes{Torch: ts.URL + "/"}, WithCacheDir(cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	_, files, err := p.Project(context.Background(), "torch")
+	if err != nil || len(files) != 1 {
+		t.Fatalf("Project(torch) = %v %v", files, err)
+	}
+	resp, err := http.Get(p.FileURL(files[0]))
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil && resp.StatusCode == http.StatusOK {
+		t.Fatal("GET of a wheel with the wrong sha256 read to the end without an error")
+	}
+	if left, _ := filepath.Glob(filepath.Join(cache, "wheels", "*")); len(left) != 0 {
+		t.Errorf("the cache kept %v", left)
+	}
+	if errs := p.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "the index says "+files[0].SHA256) {
+		t.Errorf("proxy errors %v, want the sha256 mismatch", errs)
+	}
+}
+
+// TestProxyOneUpstreamReadForConcurrentAsks: pip's metadata request and a
+// GET of the same uncached wheel at once (no ranges upstream, so both need
+// the whole file) read it from upstream once between them.
+func TestProxyOneUpstreamReadForConcurrentAsks(t *testing.T) {
+	dir := t.TempDir()
+	plainIndex(t, dir, torchSpecs()...)
+	srv := &noRange{dir: dir}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	p, err := Start(Routes{Torch: ts.URL + "/"}, WithCacheDir(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	_, files, err := p.Project(context.Background(), "torch")
+	if err != nil || len(files) != 1 {
+		t.Fatalf("Project(torch) = %v %v", files, err)
+	}
+	page := srv.sent.Load()
+	var wg sync.WaitGroup
+	codes := make([]int, 4)
+	for i := range codes {
+		wg.Go(func() {
+			u := p.FileURL(files[0])
+			if i%2 == 1 {
+				u += ".metadata"
+			}
+			resp, err := http.Get(u)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != 200 {
+			t.Errorf("request %d: HTTP %d", i, c)
+		}
+	}
+	if sent := srv.sent.Load() - page; sent < big || sent >= 2*big {
+		t.Errorf("upstream sent %d bytes for 2 GETs and 2 metadata asks at once, want the %d-byte wheel once", sent, big)
 	}
 }

@@ -62,6 +62,15 @@ func NewestPure(files []File, project, python, minVersion string) (File, error) 
 	return best, nil
 }
 
+// ReleaseBefore reports whether v is a final release version (N(.N)*)
+// older than min; a version that is not one (a pre-release, a local
+// label) is not.
+func ReleaseBefore(v, min string) bool {
+	a, ok1 := release(v)
+	b, ok2 := release(min)
+	return ok1 && ok2 && compare(a, b) < 0
+}
+
 // release parses a final release version: N(.N)*.
 func release(v string) ([]int, bool) {
 	var out []int

@@ -242,7 +242,7 @@ func TestE2EPeripheryChangeKeepsBigLayers(t *testing.T) {
 		a, b := v1.Layers[i], v2.Layers[i]
 		same := a.Digest == b.Digest
 		switch a.Name {
-		case "periphery", "init":
+		case "periphery", "runtime":
 			if a.Name == "periphery" && same {
 				t.Errorf("periphery layer unchanged after demo-util 1.0.0 -> 1.1.0")
 			}

@@ -47,6 +47,7 @@ func ExamplePlan() {
 	// big:demo-core
 	// periphery
 	// init
+	// runtime
 }
 
 // Definition is the LLB Solve sends, inspectable without a daemon.

@@ -125,12 +125,13 @@ func state(l *lock.Lock, platform ocispecs.Platform, initBin []byte, a *auth.Acc
 			next = install(cur, epoch, wheels, wheelDir, pipScript(layer.Wheels),
 				fmt.Sprintf("[%s] pip install --no-index --no-deps %s", layer.Name, wheelList(layer.Wheels)))
 		case KindInit:
-			files, err := initFiles(l, initBin)
+			next = install(cur, epoch, initFiles(l, initBin), filesDir, initScript, "[init] "+InitPath)
+		case KindRuntime:
+			files, err := runtimeFiles(l)
 			if err != nil {
 				return llb.State{}, err
 			}
-			next = install(cur, epoch, files, filesDir, initStepScript(l),
-				"[init] "+InitPath+" and "+initconfig.Path)
+			next = install(cur, epoch, files, filesDir, runtimeStepScript(l), "[runtime] "+initconfig.Path)
 		default:
 			return llb.State{}, fmt.Errorf("layer %q: unknown kind %q", layer.Name, layer.Kind)
 		}
@@ -287,22 +288,29 @@ func sha256Digest(s string) (digest.Digest, error) {
 	return digest.Digest("sha256:" + h), nil
 }
 
-// initFiles holds the init binary and the runtime config, from scratch, to
-// be installed by initScript (a step like the others, so that its layer's
-// directory times are clamped too).
-func initFiles(l *lock.Lock, initBin []byte) (llb.State, error) {
+// initFiles holds the init binary, from scratch, to be installed by
+// initScript (a step like the others, so that its layer's directory times
+// are clamped too).
+func initFiles(l *lock.Lock, initBin []byte) llb.State {
+	t := llb.WithCreatedTime(time.Unix(l.SourceDateEpoch, 0).UTC())
+	return llb.Scratch().File(llb.Mkfile("/imagectl-init", 0o755, initBin, t), llb.WithCustomName("[init] files"))
+}
+
+var initScript = `set -eu
+install -D -m 0755 ` + filesDir + `/imagectl-init ` + InitPath
+
+// runtimeFiles holds the runtime config, from scratch, to be installed by
+// runtimeStepScript.
+func runtimeFiles(l *lock.Lock) (llb.State, error) {
 	cfg, err := RuntimeConfig(l)
 	if err != nil {
 		return llb.State{}, err
 	}
 	t := llb.WithCreatedTime(time.Unix(l.SourceDateEpoch, 0).UTC())
-	fa := llb.Mkfile("/imagectl-init", 0o755, initBin, t).
-		Mkfile("/runtime.json", 0o644, cfg, t)
-	return llb.Scratch().File(fa, llb.WithCustomName("[init] files")), nil
+	return llb.Scratch().File(llb.Mkfile("/runtime.json", 0o644, cfg, t), llb.WithCustomName("[runtime] files")), nil
 }
 
-var initScript = `set -eu
-install -D -m 0755 ` + filesDir + `/imagectl-init ` + InitPath + `
+var runtimeScript = `set -eu
 install -D -m 0644 ` + filesDir + `/runtime.json ` + initconfig.Path
 
 // RuntimeConfig returns the JSON baked at initconfig.Path: the lock's

@@ -32,8 +32,13 @@ const (
 	KindBig LayerKind = "big"
 	// KindPeriphery holds every other wheel.
 	KindPeriphery LayerKind = "periphery"
-	// KindInit holds the init binary and its runtime config.
+	// KindInit holds the init binary: it changes only when imagectl-init
+	// does, not with the lock.
 	KindInit LayerKind = "init"
+	// KindRuntime holds the runtime config the init reads (it names the
+	// lock's digest, so it changes with every lock) and the policy's config
+	// drop-ins; a few KB, last.
+	KindRuntime LayerKind = "runtime"
 )
 
 // Layer is one planned layer.
@@ -99,7 +104,7 @@ func Plan(l *lock.Lock) LayerPlan {
 			p.Layers = append(p.Layers, Layer{Kind: KindPeriphery, Name: "periphery", Wheels: periphery})
 		}
 	}
-	p.Layers = append(p.Layers, Layer{Kind: KindInit, Name: "init"})
+	p.Layers = append(p.Layers, Layer{Kind: KindInit, Name: "init"}, Layer{Kind: KindRuntime, Name: "runtime"})
 	return p
 }
 

@@ -21,10 +21,10 @@ func TestPlan(t *testing.T) {
 		lock *lock.Lock
 		want []string
 	}{
-		{"full", unitLock(), []string{"base", "system", "venv", "big:demo-core", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init"}},
-		{"no apt", noApt, []string{"base", "venv", "big:demo-core", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init"}},
-		{"no pip", noPip, []string{"base", "system", "init"}},
-		{"demo-core not frozen", notFrozen, []string{"base", "system", "venv", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init"}},
+		{"full", unitLock(), []string{"base", "system", "venv", "big:demo-core", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init", "runtime"}},
+		{"no apt", noApt, []string{"base", "venv", "big:demo-core", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init", "runtime"}},
+		{"no pip", noPip, []string{"base", "system", "init", "runtime"}},
+		{"demo-core not frozen", notFrozen, []string{"base", "system", "venv", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init", "runtime"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Plan(tc.lock)
@@ -48,7 +48,7 @@ func TestPlanSortsAndPins(t *testing.T) {
 	if sys.Debs[0].Name != "jq" || sys.Debs[1].Name != "libjq1" {
 		t.Errorf("system debs = %v, want sorted by name", sys.Debs)
 	}
-	peri := p.Layers[len(p.Layers)-2]
+	peri := p.Layers[len(p.Layers)-3]
 	if len(peri.Wheels) != 1 || peri.Wheels[0].Name != "demo-util" {
 		t.Errorf("periphery wheels = %v, want [demo-util]", peri.Wheels)
 	}

@@ -122,8 +122,8 @@ func TestSolveExporterOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := localLock(reg)
-			// base + 7 planned layers
-			dgst, _ := pushRandom(t, l.Repos.Staging, 9)
+			// a two-layer base + 8 planned layers
+			dgst, _ := pushRandom(t, l.Repos.Staging, 10)
 			fc := &fakeClient{digest: dgst}
 			opts := append([]Option{fakeInit(t)}, tc.opts...)
 			r, err := Solve(context.Background(), fc, l, opts...)
@@ -151,11 +151,11 @@ func TestSolveExporterOptions(t *testing.T) {
 				names = append(names, li.Name)
 				layers += li.Size
 			}
-			want := []string{"base", "base", "system", "venv", "big:demo-core", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init"}
+			want := []string{"base", "base", "system", "venv", "big:demo-core", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init", "runtime"}
 			if diff := cmp.Diff(want, names); diff != "" {
 				t.Errorf("Result.Layers names (-want +got):\n%s", diff)
 			}
-			if r.Size <= layers || layers < 9*1024 {
+			if r.Size <= layers || layers < 10*1024 {
 				t.Errorf("Result.Size = %d, layers %d: want the manifest, config and layers", r.Size, layers)
 			}
 		})

@@ -37,11 +37,11 @@ func systemScript() string {
 	return dpkgScript + "\n" + hostKeysCleanup
 }
 
-// initStepScript installs the init and, with ssh_key_only, writes the
-// drop-in when the image has sshd (from the base or the debs): the init step
-// runs last, on the finished root filesystem.
-func initStepScript(l *lock.Lock) string {
-	s := initScript
+// runtimeStepScript installs the runtime config and, with ssh_key_only,
+// writes the drop-in when the image has sshd (from the base or the debs):
+// the runtime step runs last, on the finished root filesystem.
+func runtimeStepScript(l *lock.Lock) string {
+	s := runtimeScript
 	if l.Policy.SSHKeyOnly {
 		s += `
 if [ -x /usr/sbin/sshd ]; then

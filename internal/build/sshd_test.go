@@ -69,14 +69,14 @@ func TestSSHSteps(t *testing.T) {
 		t.Errorf("systemScript:\n%s\nwant the host keys removed", s)
 	}
 	l := &lock.Lock{}
-	if s := initStepScript(l); strings.Contains(s, SSHKeyOnlyDropIn) {
-		t.Errorf("init step without ssh_key_only writes the drop-in:\n%s", s)
+	if s := runtimeStepScript(l); strings.Contains(s, SSHKeyOnlyDropIn) {
+		t.Errorf("runtime step without ssh_key_only writes the drop-in:\n%s", s)
 	}
 	l.Policy.SSHKeyOnly = true
-	s := initStepScript(l)
-	for _, want := range []string{initScript, "if [ -x /usr/sbin/sshd ]", SSHKeyOnlyDropIn, "PasswordAuthentication no", "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password"} {
+	s := runtimeStepScript(l)
+	for _, want := range []string{runtimeScript, "if [ -x /usr/sbin/sshd ]", SSHKeyOnlyDropIn, "PasswordAuthentication no", "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password"} {
 		if !strings.Contains(s, want) {
-			t.Errorf("init step with ssh_key_only lacks %q:\n%s", want, s)
+			t.Errorf("runtime step with ssh_key_only lacks %q:\n%s", want, s)
 		}
 	}
 }

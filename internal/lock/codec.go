@@ -92,16 +92,26 @@ func (l Lock) ContentDigest() (string, error) {
 // Marshal normalizes l, sets its Digest and returns the canonical file
 // content: indented JSON with a trailing newline.
 func Marshal(l *Lock) ([]byte, error) {
+	if err := l.seal(); err != nil {
+		return nil, err
+	}
+	return encode(l)
+}
+
+// seal normalizes l and sets its schema version (when unset) and its
+// Digest: the lock the build labels its image with is then the lock file's
+// digest, written or not.
+func (l *Lock) seal() error {
 	l.Normalize()
 	if l.SchemaVersion == 0 {
 		l.SchemaVersion = SchemaVersion
 	}
 	d, err := l.ContentDigest()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	l.Digest = d
-	return encode(l)
+	return nil
 }
 
 func encode(l *Lock) ([]byte, error) {

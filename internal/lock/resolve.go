@@ -25,14 +25,18 @@ import (
 // with that closure installed, each artifact with URL, sha256 and size.
 //
 // Resolution runs as BuildKit solves (see WithBuildkit); nothing is
-// resolved by imagectl itself.
+// resolved by imagectl itself. The lock comes back sealed: normalized, with
+// its Digest set, as Write would write it and Read read it back.
 func Resolve(ctx context.Context, img spec.Image, opts ...Option) (*Lock, error) {
 	o, err := makeOptions(opts)
 	if err != nil {
 		return nil, err
 	}
 	l, _, err := resolve(ctx, img, o, nil)
-	return l, err
+	if err != nil {
+		return nil, err
+	}
+	return l, l.seal()
 }
 
 // plan is what an upgrade holds still.

@@ -124,7 +124,7 @@ func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*L
 	if l.Core.Python != old.Core.Python {
 		return nil, &FrozenError{Image: img.Name, Package: "python", From: old.Core.Python, To: l.Core.Python}
 	}
-	return l, nil
+	return l, l.seal()
 }
 
 // upgradePlan is what the upgrade of one platform's lock ol holds still:

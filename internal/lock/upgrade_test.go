@@ -128,3 +128,42 @@ func TestUpgradeBaseMoves(t *testing.T) {
 		t.Errorf("Diff(old, upgraded) = %+v, want the base's new digest %s", c, l.Base.ManifestDigest)
 	}
 }
+
+// TestResolveAndUpgradeReturnSealedLocks checks that the locks Resolve and
+// Upgrade return carry the digest of the file Write writes: builds label
+// their images with it, also when the lock was never written.
+func TestResolveAndUpgradeReturnSealedLocks(t *testing.T) {
+	f := newFixture(t)
+	img := f.demo()
+	ctx := context.Background()
+	old, err := Resolve(ctx, img, f.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.runner.jobs = nil
+	f.runner.wheels = []fakeWheel{
+		{name: "demo-core", version: "1.0.0", requested: true},
+		{name: "demo-util", version: "1.1.0", requested: true},
+	}
+	up, err := Upgrade(ctx, img, old, f.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, l := range map[string]*Lock{"Resolve": old, "Upgrade": up} {
+		got := l.Digest
+		b, err := Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Parse(what, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == "" || got != back.Digest {
+			t.Errorf("%s returned Digest %q; the written lock's is %q", what, got, back.Digest)
+		}
+	}
+	if old.Digest == up.Digest {
+		t.Errorf("Upgrade moved demo-util and kept the digest %s", up.Digest)
+	}
+}

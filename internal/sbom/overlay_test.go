@@ -111,7 +111,7 @@ func TestReadOverlay(t *testing.T) {
 		name:    "fewer layers than planned",
 		l:       withNumpy,
 		layers:  [][]sbomtest.File{{initF}},
-		wantErr: "fewer than the 3 the lock plans",
+		wantErr: "fewer than the 4 the lock plans",
 	}, {
 		name:    "no init",
 		l:       &lock.Lock{Name: "x"},

@@ -163,9 +163,9 @@ func TestReadSkipsBigWheelLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	layers, _ := img.Layers()
-	// Layers: base, system, venv, big:torch, periphery, init.
-	if len(layers) != 6 {
-		t.Fatalf("test image has %d layers, want 6", len(layers))
+	// Layers: base, system, venv, big:torch, periphery, init, runtime.
+	if len(layers) != 7 {
+		t.Fatalf("test image has %d layers, want 7", len(layers))
 	}
 	counted := make([]*countingLayer, len(layers))
 	var wrapped []v1.Layer

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"imagectl/internal/build"
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 )
 
@@ -145,6 +146,8 @@ func Image(l *lock.Lock) (v1.Image, error) {
 			}
 		case build.KindInit:
 			files = append(files, File{Path: build.InitPath, Body: string(InitBinary)})
+		case build.KindRuntime:
+			files = append(files, File{Path: initconfig.Path, Body: "{}\n"})
 		}
 		ly, err := Layer(files...)
 		if err != nil {

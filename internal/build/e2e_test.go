@@ -1,9 +1,11 @@
 package build
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -47,7 +49,7 @@ func TestE2EDemoBuildInstallsLockedVersions(t *testing.T) {
 			names = append(names, li.Name)
 		}
 	}
-	if got, want := strings.Join(names, ","), "system,venv,big:demo-core,periphery,init"; got != want {
+	if got, want := strings.Join(names, ","), "system,venv,big:demo-core,periphery,init,runtime"; got != want {
 		t.Errorf("planned layers in the image = %s, want %s", got, want)
 	}
 
@@ -138,15 +140,62 @@ func TestE2ETwoCleanBuildsSameDigest(t *testing.T) {
 	var digests []string
 	for i := range 2 {
 		prune(t, e.c)
+		start := time.Now()
 		r, err := Solve(ctx, e.c, l, WithInit(e.init), WithPush(true), WithRewriteTimestamp(rewrite))
 		if err != nil {
 			t.Fatalf("build %d: %v", i+1, err)
 		}
 		t.Logf("clean build %d: %s", i+1, r.Digest)
 		digests = append(digests, r.Digest)
+		checkNoBuildTimes(t, r, start)
 	}
 	if digests[0] != digests[1] {
 		t.Errorf("two builds from empty caches: %s != %s", digests[0], digests[1])
+	}
+}
+
+// checkNoBuildTimes reads every layer imagectl made in the pushed image r
+// and fails on an entry dated at or after start, when the build began: the
+// steps clamp what they create or touch to SOURCE_DATE_EPOCH (files from a
+// deb or a wheel keep the archive's own mtime), so no layer depends on when
+// it was built.
+func checkNoBuildTimes(t *testing.T, r *Result, start time.Time) {
+	t.Helper()
+	ref, err := name.NewDigest(r.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := start.Add(-2 * time.Second).Truncate(time.Second)
+	for i, li := range r.Layers {
+		if li.Name == "base" {
+			continue
+		}
+		rc, err := layers[i].Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("layer %s: %v", li.Name, err)
+			}
+			if !h.ModTime.Before(since) {
+				t.Errorf("layer %s: %s has mtime %s, the time of the build (started %s): not clamped", li.Name, h.Name, h.ModTime.UTC(), start.UTC())
+			}
+		}
+		rc.Close()
 	}
 }
 

@@ -166,9 +166,18 @@ func install(cur llb.State, epoch string, artifacts llb.State, dir, script, name
 // layer is then byte-identical between builds even when the exporter does
 // not rewrite timestamps. The marker lives on the /tmp tmpfs, outside the
 // layer; -xdev keeps find off /proc, /sys, /dev and the artifact mounts.
+//
+// The step waits 50 ms after the marker: the kernel stamps files with a
+// coarse clock (one tick, up to 10 ms), so a directory a quick step creates
+// right after the marker could carry the marker's very mtime, which -newer
+// does not match; left unclamped, it made two clean builds of the few-KB
+// runtime layer differ. (Dating the marker back instead would also match
+// the files BuildKit creates for the step's own mounts, /etc/hosts among
+// them, which cannot be touched.)
 func clampMtimes(script string) string {
 	return `set -eu
 touch /tmp/.imagectl-step-start
+sleep 0.05
 (
 ` + script + `
 )

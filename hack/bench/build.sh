@@ -7,7 +7,8 @@
 #    bytes (target < 5%).
 # Ratios are measured in one run and printed. Extra arguments go to go test
 # (e.g. -bench NoopVsBuildctl for the no-op rebuild alone);
-# IMAGECTL_BENCH_REWRITE=0 leaves out its rewrite-timestamp rounds.
+# IMAGECTL_BENCH_REWRITE=0 leaves out its rewrite-timestamp rounds,
+# IMAGECTL_BENCH_ROUNDS=N times N no-op rounds a side instead of 5.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -f .cache/env ] || { echo "bench/build: .cache/env is missing: run make up first" >&2; exit 1; }

@@ -17,9 +17,10 @@ import (
 	"imagectl/internal/wheelhouse"
 )
 
-// benchRounds is how many timed no-op rebuilds each side gets (interleaved);
-// the medians are compared.
-const benchRounds = 5
+// benchRounds is how many timed no-op rebuilds each side gets (interleaved;
+// IMAGECTL_BENCH_ROUNDS overrides it: on a loaded machine more rounds give
+// steadier medians); the medians are compared.
+var benchRounds = 5
 
 // BenchmarkBuildNoopVsBuildctl times a no-op rebuild of the demo image
 // (everything cached, pushed by digest again) through imagectl against
@@ -91,6 +92,11 @@ func BenchmarkBuildNoopVsBuildctl(b *testing.B) {
 	buildctl()
 	cli()
 	withRewrite := os.Getenv("IMAGECTL_BENCH_REWRITE") != "0"
+	if v := os.Getenv("IMAGECTL_BENCH_ROUNDS"); v != "" {
+		if _, err := fmt.Sscan(v, &benchRounds); err != nil || benchRounds < 1 {
+			b.Fatalf("IMAGECTL_BENCH_ROUNDS=%q: want a positive number of rounds", v)
+		}
+	}
 	for b.Loop() {
 		var tb, tc, tl, tr, tcr []time.Duration
 		for range benchRounds {

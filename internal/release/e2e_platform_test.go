@@ -15,13 +15,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"imagectl/internal/build"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
 	"imagectl/internal/sign"
-	"imagectl/internal/spec"
-	"imagectl/internal/testenv"
 	"imagectl/internal/verify"
 	"imagectl/internal/wheelhouse"
 )
@@ -37,62 +34,15 @@ import (
 // runs the pinned reference's arm64 image through its init. The next
 // month's periphery update is compared per platform.
 func TestReleasePlatformsEndToEnd(t *testing.T) {
-	env := testenv.Get(t)
-	if env.Containerd == "" {
-		if os.Getenv("IMAGECTL_E2E") == "1" {
-			t.Fatalf("CONTAINERD_ADDRESS is not set: make up starts containerd")
-		}
-		t.Skip("CONTAINERD_ADDRESS is not set; the verify stage runs the image with containerd")
-	}
 	if verify.HostPlatform() != "linux/amd64" {
 		t.Skipf("this test verifies the linux/amd64 image on an amd64 host; this host is %s", verify.HostPlatform())
 	}
-	base := env.MultiBase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-
-	index := testenv.NewWheelIndex(t,
-		wheelhouse.Spec{Name: "demo-core", Version: "1.0.0", PayloadBytes: 4 << 20},
-		wheelhouse.Spec{Name: "demo-util", Version: "1.0.0", Requires: []string{"demo-dep>=1"}},
-		wheelhouse.Spec{Name: "demo-dep", Version: "1.0.0"},
-	)
-	imgs, err := spec.Load(ctx, []string{filepath.Join(env.Root, "specs", "demo.hcl")},
-		spec.WithVars(map[string]string{"registry": env.Registry, "wheel_index": index.URL}))
-	if err != nil || len(imgs) != 1 {
-		t.Fatalf("spec.Load(demo) = %d images, %v", len(imgs), err)
-	}
-	run := fmt.Sprintf("e2e-release-platforms-%d", time.Now().UnixNano())
-	imgs[0].Base, imgs[0].Platforms = base, []string{"linux/amd64", "linux/arm64"}
-	imgs[0].Repos = spec.Repos{
-		Staging: env.Registry + "/" + run + "/staging/demo",
-		Release: env.Registry + "/" + run + "/demo",
-	}
-
-	dir := t.TempDir()
-	keys := newE2EKeys(t, dir)
-	c := dialE2E(t, ctx, env.BuildkitHost)
-	images := filepath.Join(dir, "images")
-	stages := func(month string, skip ...string) *Real {
-		r, err := NewReal(Config{
-			ImagesDir:               images,
-			LockMissing:             true,
-			LockOptions:             []lock.Option{lock.WithBuildkit(env.BuildkitHost)},
-			Buildkit:                c,
-			BuildOptions:            []build.Option{build.WithInit(filepath.Join(env.Bin, "imagectl-init"))},
-			SignOptions:             []sign.Option{sign.WithKey(keys.signKey, e2ePassword)},
-			PublicKey:               keys.signPub,
-			VerifierSignOptions:     []sign.Option{sign.WithKey(keys.verKey, e2ePassword)},
-			VerifierPublicKey:       keys.verPub,
-			VerifyRuntime:           Container("containerd", "", nil),
-			RequireContainerRuntime: true,
-			SkipPlatforms:           skip,
-			Month:                   month,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	dr := newDemoRelease(t, ctx, "e2e-release-platforms", 4<<20)
+	env, index, imgs, images, keys := dr.env, dr.index, dr.imgs, dr.images, dr.keys
+	imgs[0].Base, imgs[0].Platforms = env.MultiBase(t), []string{"linux/amd64", "linux/arm64"}
+	stages := func(month string, skip ...string) *Real { return dr.stages(t, month, skip...) }
 	// Without --skip-platform the release stops at promotion: arm64 has no
 	// verification of its own, and nothing is recorded or tagged.
 	start := time.Now()

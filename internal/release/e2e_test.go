@@ -3,7 +3,6 @@ package release
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,13 +12,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"imagectl/internal/build"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
-	"imagectl/internal/sign"
-	"imagectl/internal/spec"
-	"imagectl/internal/testenv"
 	"imagectl/internal/wheelhouse"
 )
 
@@ -31,63 +26,12 @@ import (
 // release after a newer periphery wheel appeared: only the periphery layers
 // change, the changelog names the package, the old release stays pinnable.
 func TestReleaseDemoEndToEnd(t *testing.T) {
-	env := testenv.Get(t)
-	if env.Containerd == "" {
-		if os.Getenv("IMAGECTL_E2E") == "1" {
-			t.Fatalf("CONTAINERD_ADDRESS is not set: make up starts containerd")
-		}
-		t.Skip("CONTAINERD_ADDRESS is not set; the verify stage runs the image with containerd")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-
-	// A wheel index of this test's own, so it can publish next month's wheel.
-	index := testenv.NewWheelIndex(t,
-		wheelhouse.Spec{Name: "demo-core", Version: "1.0.0", PayloadBytes: 8 << 20},
-		wheelhouse.Spec{Name: "demo-util", Version: "1.0.0", Requires: []string{"demo-dep>=1"}},
-		wheelhouse.Spec{Name: "demo-dep", Version: "1.0.0"},
-	)
-	imgs, err := spec.Load(ctx, []string{filepath.Join(env.Root, "specs", "demo.hcl")},
-		spec.WithVars(map[string]string{"registry": env.Registry, "wheel_index": index.URL}))
-	if err != nil {
-		t.Fatalf("spec.Load(demo) = %v", err)
-	}
-	// Repositories of this test's own, so other tests' pushes never meet it.
-	run := fmt.Sprintf("e2e-release-%d", time.Now().UnixNano())
-	for i := range imgs {
-		imgs[i].Repos = spec.Repos{
-			Staging: env.Registry + "/" + run + "/staging/" + imgs[i].Name,
-			Release: env.Registry + "/" + run + "/" + imgs[i].Name,
-		}
-	}
-
-	dir := t.TempDir()
-	pw := e2ePassword
-	keys := newE2EKeys(t, dir)
-	signKey, signPub, verKey, verPub := keys.signKey, keys.signPub, keys.verKey, keys.verPub
-	c := dialE2E(t, ctx, env.BuildkitHost)
-	images := filepath.Join(dir, "images")
-	stages := func(month string) *Real {
-		r, err := NewReal(Config{
-			ImagesDir:           images,
-			LockMissing:         true,
-			LockOptions:         []lock.Option{lock.WithBuildkit(env.BuildkitHost)},
-			Buildkit:            c,
-			BuildOptions:        []build.Option{build.WithInit(filepath.Join(env.Bin, "imagectl-init"))},
-			SignOptions:         []sign.Option{sign.WithKey(signKey, pw)},
-			PublicKey:           signPub,
-			VerifierSignOptions: []sign.Option{sign.WithKey(verKey, pw)},
-			VerifierPublicKey:   verPub,
-			VerifyRuntime:       Container("containerd", "", nil),
-			// Promotion accepts only the containerd run of the digest.
-			RequireContainerRuntime: true,
-			Month:                   month,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	dr := newDemoRelease(t, ctx, "e2e-release", 8<<20)
+	env, index, imgs, images := dr.env, dr.index, dr.imgs, dr.images
+	signPub, verPub := dr.keys.signPub, dr.keys.verPub
+	stages := func(month string) *Real { return dr.stages(t, month) }
 
 	// First release.
 	out, err := Run(ctx, imgs, stages("2026-11"))

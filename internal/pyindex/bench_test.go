@@ -17,15 +17,22 @@ import (
 	"imagectl/internal/wheelhouse"
 )
 
+// servedPath is the file a static server of dir sends for r: index.html
+// for a directory, as `python3 -m http.server` and nginx do.
+func servedPath(dir string, r *http.Request) string {
+	p := filepath.Join(dir, filepath.FromSlash(r.URL.Path))
+	if strings.HasSuffix(r.URL.Path, "/") {
+		p = filepath.Join(p, "index.html")
+	}
+	return p
+}
+
 // staticServer serves dir as `python3 -m http.server` does: whole files
 // (Range ignored), index.html for directories.
 type staticServer struct{ dir string }
 
 func (s staticServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p := filepath.Join(s.dir, filepath.FromSlash(r.URL.Path))
-	if strings.HasSuffix(r.URL.Path, "/") {
-		p = filepath.Join(p, "index.html")
-	}
+	p := servedPath(s.dir, r)
 	f, err := os.Open(p)
 	if err != nil {
 		http.NotFound(w, r)

@@ -42,10 +42,7 @@ type noRange struct {
 }
 
 func (s *noRange) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p := filepath.Join(s.dir, filepath.FromSlash(r.URL.Path))
-	if strings.HasSuffix(r.URL.Path, "/") {
-		p = filepath.Join(p, "index.html")
-	}
+	p := servedPath(s.dir, r)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		http.NotFound(w, r)
@@ -292,10 +289,7 @@ type gatedServer struct {
 }
 
 func (s *gatedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p := filepath.Join(s.dir, filepath.FromSlash(r.URL.Path))
-	if strings.HasSuffix(r.URL.Path, "/") {
-		p = filepath.Join(p, "index.html")
-	}
+	p := servedPath(s.dir, r)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		http.NotFound(w, r)

@@ -16,11 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/exitcode"
-	"imagectl/internal/lock"
 	"imagectl/internal/promote"
 	"imagectl/internal/sign"
 	"imagectl/internal/verify"
-	"imagectl/internal/wheelhouse"
 )
 
 // TestReleasePlatformsEndToEnd releases the demo for linux/amd64 and
@@ -40,7 +38,7 @@ func TestReleasePlatformsEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	dr := newDemoRelease(t, ctx, "e2e-release-platforms", 4<<20)
-	env, index, imgs, images, keys := dr.env, dr.index, dr.imgs, dr.images, dr.keys
+	env, imgs, images, keys := dr.env, dr.imgs, dr.images, dr.keys
 	imgs[0].Base, imgs[0].Platforms = env.MultiBase(t), []string{"linux/amd64", "linux/arm64"}
 	stages := func(month string, skip ...string) *Real { return dr.stages(t, month, skip...) }
 	// Without --skip-platform the release stops at promotion: arm64 has no
@@ -206,19 +204,7 @@ func TestReleasePlatformsEndToEnd(t *testing.T) {
 
 	// Next month: a newer periphery wheel; each platform's image changes
 	// only its small periphery layers, measured against the same platform.
-	index.Publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.1.0", Requires: []string{"demo-dep>=1"}})
-	lockPath := lock.Path(images, "demo")
-	old, err := lock.Read(lockPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	upgraded, err := lock.Upgrade(ctx, imgs[0], old, lock.WithBuildkit(env.BuildkitHost))
-	if err != nil {
-		t.Fatalf("lock.Upgrade(two platforms) = %v", err)
-	}
-	if err := lock.Write(lockPath, upgraded); err != nil {
-		t.Fatal(err)
-	}
+	dr.nextMonth(t, ctx)
 	next, err := Run(ctx, imgs, stages("2026-12", "linux/arm64"))
 	if err != nil {
 		t.Fatalf("next month's Run() = %v", err)

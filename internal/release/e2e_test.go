@@ -15,7 +15,6 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
-	"imagectl/internal/wheelhouse"
 )
 
 // TestReleaseDemoEndToEnd runs the whole pipeline on the demo spec against
@@ -29,7 +28,7 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	dr := newDemoRelease(t, ctx, "e2e-release", 8<<20)
-	env, index, imgs, images := dr.env, dr.index, dr.imgs, dr.images
+	imgs, images := dr.imgs, dr.images
 	signPub, verPub := dr.keys.signPub, dr.keys.verPub
 	stages := func(month string) *Real { return dr.stages(t, month) }
 
@@ -123,19 +122,7 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 
 	// Next month: a newer periphery wheel is out; the upgrade moves it and
 	// keeps the frozen demo-core.
-	index.Publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.1.0", Requires: []string{"demo-dep>=1"}})
-	lockPath := lock.Path(images, "demo")
-	old, err := lock.Read(lockPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	upgraded, err := lock.Upgrade(ctx, imgs[0], old, lock.WithBuildkit(env.BuildkitHost))
-	if err != nil {
-		t.Fatalf("lock.Upgrade() = %v", err)
-	}
-	if err := lock.Write(lockPath, upgraded); err != nil {
-		t.Fatal(err)
-	}
+	dr.nextMonth(t, ctx)
 	next, err := Run(ctx, imgs, stages("2026-12"))
 	if err != nil {
 		t.Fatalf("next month's Run() = %v", err)

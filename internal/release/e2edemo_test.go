@@ -96,3 +96,22 @@ func (d *demoRelease) stages(t *testing.T, month string, skip ...string) *Real {
 	}
 	return r
 }
+
+// nextMonth publishes demo-util 1.1.0, a newer periphery wheel, and writes
+// the upgraded lock (the frozen demo-core stays) over the image's lock.
+func (d *demoRelease) nextMonth(t *testing.T, ctx context.Context) {
+	t.Helper()
+	d.index.Publish(t, wheelhouse.Spec{Name: "demo-util", Version: "1.1.0", Requires: []string{"demo-dep>=1"}})
+	path := lock.Path(d.images, d.imgs[0].Name)
+	old, err := lock.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := lock.Upgrade(ctx, d.imgs[0], old, lock.WithBuildkit(d.env.BuildkitHost))
+	if err != nil {
+		t.Fatalf("lock.Upgrade() = %v", err)
+	}
+	if err := lock.Write(path, upgraded); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -21,7 +21,6 @@ import (
 
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
-	"imagectl/internal/spec"
 )
 
 // secondBuildkitd is a buildkitd of the test's own.
@@ -224,19 +223,11 @@ func (h *stepLog) Handle(_ context.Context, r slog.Record) error {
 // alone.
 func TestE2ENativeBuilderPerPlatform(t *testing.T) {
 	e := getE2E(t)
-	base := e.env.MultiBase(t)
-	bk2 := startBuildkitd(t, e.env.Bin)
-	armAddr := bk2.tcp
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	imgs, err := spec.Load(ctx, []string{filepath.Join(e.env.Root, "specs", "demo.hcl")},
-		spec.WithVars(map[string]string{"registry": e.env.Registry, "wheel_index": e.env.WheelIndex}))
-	if err != nil || len(imgs) != 1 {
-		t.Fatalf("loading the demo spec: %d images, %v", len(imgs), err)
-	}
-	img := imgs[0]
-	img.Base, img.Platforms = base, []string{"linux/amd64", "linux/arm64"}
-	img.Repos.Staging += "-" + uniq("builders")
+	img := e.twoPlatformDemo(t, ctx, "builders")
+	bk2 := startBuildkitd(t, e.env.Bin)
+	armAddr := bk2.tcp
 
 	// Its TCP listener takes only clients with a certificate of its CA.
 	copts, err := bk2.tls.ClientOptions(armAddr)

@@ -21,6 +21,7 @@ import (
 
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
+	"imagectl/internal/spec"
 	"imagectl/internal/testenv"
 	"imagectl/internal/wheelhouse"
 )
@@ -307,4 +308,21 @@ func (e *e2e) runIn(t testing.TB, dir, script string) map[string]string {
 // uniq makes repository names unique per run.
 func uniq(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+}
+
+// twoPlatformDemo is the demo spec's image for linux/amd64 and linux/arm64
+// on the two-platform base, against the shared wheel index, staged in a
+// repository of its own (suffix named after the test).
+func (e *e2e) twoPlatformDemo(t testing.TB, ctx context.Context, suffix string) spec.Image {
+	t.Helper()
+	base := e.env.MultiBase(t)
+	imgs, err := spec.Load(ctx, []string{filepath.Join(e.env.Root, "specs", "demo.hcl")},
+		spec.WithVars(map[string]string{"registry": e.env.Registry, "wheel_index": e.env.WheelIndex}))
+	if err != nil || len(imgs) != 1 {
+		t.Fatalf("loading the demo spec: %d images, %v", len(imgs), err)
+	}
+	img := imgs[0]
+	img.Base, img.Platforms = base, []string{"linux/amd64", "linux/arm64"}
+	img.Repos.Staging += "-" + uniq(suffix)
+	return img
 }

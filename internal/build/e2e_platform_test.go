@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/lock"
-	"imagectl/internal/spec"
 )
 
 // TestE2EPlatformsIndex locks the demo for linux/amd64 and linux/arm64 on
@@ -22,17 +20,9 @@ import (
 // image through its init with podman --platform linux/arm64.
 func TestE2EPlatformsIndex(t *testing.T) {
 	e := getE2E(t)
-	base := e.env.MultiBase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	imgs, err := spec.Load(ctx, []string{filepath.Join(e.env.Root, "specs", "demo.hcl")},
-		spec.WithVars(map[string]string{"registry": e.env.Registry, "wheel_index": e.env.WheelIndex}))
-	if err != nil || len(imgs) != 1 {
-		t.Fatalf("loading the demo spec: %d images, %v", len(imgs), err)
-	}
-	img := imgs[0]
-	img.Base, img.Platforms = base, []string{"linux/amd64", "linux/arm64"}
-	img.Repos.Staging += "-" + uniq("platforms")
+	img := e.twoPlatformDemo(t, ctx, "platforms")
 	start := time.Now()
 	l, err := lock.Resolve(ctx, img, lock.WithBuildkit(e.env.BuildkitHost), lock.WithRoot(e.env.Root))
 	if err != nil {

@@ -7,6 +7,7 @@
 #   bash hack/gpu/e2e.sh setup build      # one device call (< 10 min)
 #   bash hack/gpu/e2e.sh verify           # the next call, while the machine is warm
 #   bash hack/gpu/e2e.sh bench            # and the next: pull gzip vs zstd, periphery update
+#   QUICK=1 bash hack/gpu/e2e.sh setup build toolkit  # the base's CUDA toolkit check: pass, and exit 4 against another toolkit
 #   QUICK=1 bash hack/gpu/e2e.sh setup build verify   # the short validation pass
 #   MINIMAL=1 QUICK=1 ...: also no warm verify, in-place baseline or bare all-reduce
 #
@@ -105,6 +106,24 @@ phase_build() {
     # the fixture gets the venv's pip (the same pip the machine uses).
     add=(--add "/opt/torch/.venv/lib/python3.12/site-packages/pip=/usr/lib/python3/dist-packages/pip")
   fi
+  # Stamped the way nvidia/cuda bases state their toolkit (CUDA_VERSION in
+  # the config, /usr/local/cuda/version.json), with the release of the CUDA
+  # runtime the machine's torch stack carries, so that verify's cuda.toolkit
+  # check has a toolkit to compare (phase toolkit).
+  cuda_rel=$("$PY" - <<'PYEOF'
+import importlib.metadata as m, re, torch
+v = ""
+for d in m.distributions():
+    if re.fullmatch(r"nvidia-cuda-runtime(-cu\d+)?", (d.metadata["Name"] or "").lower()):
+        v = d.version
+        break
+print(v or torch.version.cuda)
+PYEOF
+)
+  mkdir -p $G/cuda-stamp
+  printf '{"cuda": {"name": "CUDA SDK", "version": "%s"}}\n' "$cuda_rel" > $G/cuda-stamp/version.json
+  echo "base CUDA toolkit stamp: $cuda_rel"
+  add+=(--add "$G/cuda-stamp=/usr/local/cuda" --env "CUDA_VERSION=$cuda_rel")
   timed base gputool base --root / --push $REG/gpu/ubuntu-base:24.04 "${add[@]}" | tee "$W/base.ref"
 
   step "wheel index: the installed torch stack repacked as wheels (fixture)"
@@ -215,6 +234,24 @@ phase_verify() {
   save verify
 }
 
+# phase_toolkit: verify's cuda.toolkit check on the torch image: against
+# its own lock (core.cuda 13.0, the base's stamp 13.0.x: pass, exit 0) and
+# against a copy of the lock with core.cuda 12.8 (fail naming both, exit 4).
+phase_toolkit() {
+  W=$G/run/toolkit; mkdir -p "$W"
+  LOCK=$G/images/$NAME/lock.json
+  REF=$(cat $G/run/build/build-zstd.ref)
+  mkdir -p $G/storage && touch $G/storage/.ready
+  gputool drift "$LOCK" "$W/drift"
+  step "cuda.toolkit: the torch image against its own lock (want pass, exit 0)"
+  verify_ctr toolkit-own "$LOCK"; rc_own=$?; echo "own lock: rc=$rc_own (want 0)"
+  step "cuda.toolkit: the same image against a lock with core.cuda 12.8 (want fail naming both, exit 4)"
+  verify_ctr toolkit-12.8 "$W/drift/cuda-toolkit.lock.json"; rc_drift=$?; echo "core.cuda 12.8: rc=$rc_drift (want 4)"
+  printf 'own\t%s\ncuda-12.8\t%s\n' "$rc_own" "$rc_drift" > "$W/rc.tsv"
+  cp $G/times.tsv "$W/"
+  save toolkit
+}
+
 phase_bench() {
   W=$G/run/bench; mkdir -p "$W"
   REF=$(cat $G/run/build/build-zstd.ref)
@@ -268,6 +305,7 @@ for p in "$@"; do
     setup) phase_setup ;;
     build) phase_build ;;
     verify) phase_verify ;;
+    toolkit) phase_toolkit ;;
     bench) phase_bench ;;
     *) echo "unknown phase $p" ;;
   esac

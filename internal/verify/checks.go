@@ -37,6 +37,7 @@ func envChecks(l *lock.Lock, e envOut, digest string, secs float64) []Check {
 	out = append(out, py)
 
 	out = append(out, pipCheck(l.Pip, e.Packages))
+	out = append(out, cudaToolkitCheck(l.Core.CUDA, e.CUDAToolkit))
 
 	shm := Check{Name: "shm.size", Status: Pass}
 	if e.ShmBytes != nil {
@@ -98,6 +99,74 @@ func envChecks(l *lock.Lock, e envOut, digest string, secs float64) []Check {
 
 	out = append(out, fingerprintCheck(l, e, digest))
 	return out
+}
+
+// cudaToolkitCheck compares the lock's core.cuda (the base's toolkit, what
+// a spec's cuda means) with what the image says of its own toolkit: every
+// source it has must agree with the lock (the release for CUDA_VERSION and
+// version.json, major.minor for the cuda-cudart deb, whose version is the
+// cudart library's).
+func cudaToolkitCheck(want string, t cudaToolkitOut) Check {
+	c := Check{Name: "cuda.toolkit", Status: Pass}
+	type source struct{ what, version string }
+	var srcs []source
+	if t.Env != "" {
+		srcs = append(srcs, source{"CUDA_VERSION", t.Env})
+	}
+	if t.VersionJSON != "" {
+		srcs = append(srcs, source{"/usr/local/cuda/version.json", t.VersionJSON})
+	}
+	if len(t.CudartDeb) == 2 && t.CudartDeb[1] != "" {
+		srcs = append(srcs, source{"deb " + t.CudartDeb[0], t.CudartDeb[1]})
+	}
+	var seen []string
+	for _, s := range srcs {
+		seen = append(seen, s.version+" ("+s.what+")")
+	}
+	if len(srcs) > 0 {
+		c.Value = srcs[0].version
+	}
+	if want != "" {
+		c.Threshold = "== " + want
+	}
+	switch {
+	case t.VersionJSONError != "":
+		c.Status, c.Detail = Fail, "the image's toolkit cannot be read: "+t.VersionJSONError
+	case len(srcs) == 0:
+		c.Status, c.Value, c.Detail = Skip, "none", "the base has no CUDA toolkit (no CUDA_VERSION, /usr/local/cuda/version.json or cuda-cudart deb)"
+		if want != "" {
+			c.Detail += "; the lock's core.cuda is " + want
+		}
+	case want == "":
+		c.Status, c.Detail = Skip, "the lock names no CUDA toolkit; the image has "+strings.Join(seen, ", ")
+	default:
+		var bad []string
+		for _, s := range srcs {
+			ok := versionPrefix(want, s.version)
+			if strings.HasPrefix(s.what, "deb ") {
+				ok = majorMinor(s.version) == majorMinor(want)
+			}
+			if !ok {
+				bad = append(bad, s.version+" ("+s.what+")")
+			}
+		}
+		c.Detail = strings.Join(seen, ", ")
+		if len(bad) > 0 {
+			c.Status = Fail
+			c.Value = strings.SplitN(bad[0], " ", 2)[0]
+			c.Detail = fmt.Sprintf("lock has CUDA toolkit %s, image has %s", want, strings.Join(bad, ", "))
+		}
+	}
+	return c
+}
+
+// majorMinor is "12.1" of "12.1.105-1".
+func majorMinor(v string) string {
+	f := strings.SplitN(v, ".", 3)
+	if len(f) < 2 {
+		return v
+	}
+	return f[0] + "." + strings.SplitN(f[1], "-", 2)[0]
 }
 
 func fingerprintCheck(l *lock.Lock, e envOut, digest string) Check {

@@ -26,6 +26,20 @@ type envOut struct {
 		Content json.RawMessage `json:"content"`
 		Error   string          `json:"error"`
 	} `json:"fingerprint"`
+	CUDAToolkit cudaToolkitOut `json:"cuda_toolkit"`
+}
+
+// cudaToolkitOut is the base's CUDA toolkit as the image states it: each
+// field empty when the image lacks that source.
+type cudaToolkitOut struct {
+	// Env is CUDA_VERSION, which nvidia/cuda images set in their config.
+	Env string `json:"env"`
+	// VersionJSON is cuda.version of /usr/local/cuda/version.json;
+	// VersionJSONError says why a present file could not be read.
+	VersionJSON      string `json:"version_json"`
+	VersionJSONError string `json:"version_json_error"`
+	// CudartDeb is the installed cuda-cudart-X-Y package: name, version.
+	CudartDeb []string `json:"cudart_deb"`
 }
 
 // torchOut is what probes/torchinfo.py prints.

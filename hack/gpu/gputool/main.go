@@ -68,12 +68,13 @@ func run(ctx context.Context, args []string) error {
 		fl := flag.NewFlagSet("base", flag.ContinueOnError)
 		root := fl.String("root", "/", "root to pack")
 		push := fl.String("push", "", "reference to push")
-		var adds multi
+		var adds, envs multi
 		fl.Var(&adds, "add", "SRC=DST: also pack host folder SRC at DST")
+		fl.Var(&envs, "env", "K=V: also set K in the image config's Env (nvidia/cuda's CUDA_VERSION)")
 		if err := fl.Parse(args[1:]); err != nil {
 			return err
 		}
-		return base(*root, *push, adds)
+		return base(*root, *push, adds, envs)
 	case "drift":
 		if len(args) != 3 {
 			return errors.New("usage: gputool drift LOCK OUTDIR")
@@ -131,7 +132,7 @@ func isSkipped(rel string) bool {
 	return false
 }
 
-func base(root, push string, adds []string) error {
+func base(root, push string, adds, envs []string) error {
 	if push == "" {
 		return errors.New("base: --push is required")
 	}
@@ -233,7 +234,7 @@ func base(root, push string, adds []string) error {
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	cf.Config.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}, envs...)
 	cf.Config.Labels = map[string]string{"org.opencontainers.image.description": "test fixture: the GPU machine's own Ubuntu 24.04 root (hack/gpu/gputool base)"}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
@@ -259,6 +260,9 @@ func drift(path, out string) error {
 		"cudnn":        func(l *lock.Lock) { l.Core.CUDNN = "9.10.2.21" },
 		"torch":        func(l *lock.Lock) { l.Core.Torch = "2.10.0" },
 		"driver-floor": func(l *lock.Lock) { l.Core.DriverFloor = "590.44.01" },
+		// Another base toolkit than the image's (issue 25): cuda.toolkit
+		// must fail naming both, the torch-side checks still pass.
+		"cuda-toolkit": func(l *lock.Lock) { l.Core.CUDA = "12.8" },
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err

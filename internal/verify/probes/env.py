@@ -1,8 +1,11 @@
 """imagectl verify probe: the CPU-side facts every image can report.
 
 Prints one JSON line: the interpreter version, the installed distributions
-(name, version), /dev/shm size, TMPDIR, the cache variables and the init's
-fingerprint. Standard library only.
+(name, version), /dev/shm size, TMPDIR, the cache variables, the init's
+fingerprint and the base's CUDA toolkit as the image states it three ways
+(CUDA_VERSION in the environment the container got from the image config,
+/usr/local/cuda/version.json, the installed cuda-cudart-X-Y deb). Standard
+library only.
 """
 import argparse
 import json
@@ -57,10 +60,44 @@ def fingerprint(path):
     return out
 
 
+def cuda_toolkit(root):
+    """The CUDA toolkit the image carries, from each source that has it."""
+    out = {}
+    if os.environ.get("CUDA_VERSION"):
+        out["env"] = os.environ["CUDA_VERSION"]
+    vj = os.path.join(root, "usr/local/cuda/version.json")
+    try:
+        with open(vj, "rb") as f:
+            doc = json.loads(f.read())
+        out["version_json"] = str(doc["cuda"]["version"])
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        out["version_json_error"] = "%s: %s" % ("/usr/local/cuda/version.json", e)
+    try:
+        with open(os.path.join(root, "var/lib/dpkg/status"), encoding="utf-8", errors="replace") as f:
+            status = f.read()
+    except OSError:
+        status = ""
+    for para in status.split("\n\n"):
+        fields = {}
+        for line in para.splitlines():
+            if line[:1] in (" ", "\t") or ":" not in line:
+                continue
+            k, v = line.split(":", 1)
+            fields[k.strip()] = v.strip()
+        name = fields.get("Package", "")
+        if re.fullmatch(r"cuda-cudart-\d+-\d+", name) and fields.get("Status", "").endswith(" installed"):
+            out["cudart_deb"] = [name, fields.get("Version", "")]
+            break
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--fingerprint", default="")
     p.add_argument("--interpreter", default="", help="the lock's python.path, resolved here")
+    p.add_argument("--root", default="/", help="where the image's file system is (tests point it at a fixture)")
     a = p.parse_args()
     names = ["TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "HF_HOME", "CUDA_CACHE_PATH"]
     env = {n: os.environ.get(n) for n in names}
@@ -76,6 +113,7 @@ def main():
         "tmpdir_writable": writable_dir(tmp),
         "env": env,
         "fingerprint": fingerprint(a.fingerprint),
+        "cuda_toolkit": cuda_toolkit(a.root),
     }), flush=True)
 
 

@@ -121,6 +121,9 @@ func parse(b []byte) (*Catalog, error) {
 		for j := range r.Wheels {
 			w := &r.Wheels[j]
 			w.Torch = r.Version
+			// Numerically, for every reader; the embedded bytes (and so
+			// Digest) keep the order they were written in.
+			SortArchs(w.Archs)
 			if w.Source == "" || w.IndexPath == "" || len(w.Python) == 0 {
 				return nil, fmt.Errorf("torch %s %s: source, index_path and python are required", r.Version, w.Variant)
 			}
@@ -154,16 +157,7 @@ func Digest() string {
 
 // Get returns a copy of the embedded catalog.
 func Get() Catalog {
-	var c Catalog
-	if err := json.Unmarshal(catalogJSON, &c); err != nil {
-		panic(err) // validated at init
-	}
-	for i := range c.Torch {
-		for j := range c.Torch[i].Wheels {
-			c.Torch[i].Wheels[j].Torch = c.Torch[i].Version
-		}
-	}
-	return c
+	return *mustLoad(catalogJSON)
 }
 
 // Release returns the catalog's entry for a torch release.

@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,5 +187,23 @@ func TestCompareVersions(t *testing.T) {
 		if got := CompareVersions(tc.a, tc.b); got != tc.want {
 			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+// TestSortArchs: compute capabilities order numerically, and the catalog
+// hands its rows out that way (cu130's sm_75..sm_120).
+func TestSortArchs(t *testing.T) {
+	got := []string{"sm_100", "sm_120", "sm_75", "sm_80", "sm_86", "sm_90", "sm_90a"}
+	SortArchs(got)
+	want := []string{"sm_75", "sm_80", "sm_86", "sm_90", "sm_90a", "sm_100", "sm_120"}
+	if !slices.Equal(got, want) {
+		t.Errorf("SortArchs = %v, want %v", got, want)
+	}
+	w, ok := LookupWheel("2.11.0", "cu130")
+	if !ok {
+		t.Fatal("no 2.11.0 cu130 row")
+	}
+	if first, last := w.Archs[0], w.Archs[len(w.Archs)-1]; first != "sm_75" || last != "sm_120" {
+		t.Errorf("catalog 2.11.0 cu130 archs = %v, want sm_75 first and sm_120 last", w.Archs)
 	}
 }

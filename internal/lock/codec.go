@@ -56,6 +56,10 @@ func (l *Lock) Normalize() {
 		}
 	}
 	sort.Strings(l.Frozen)
+	// A string sort (sm_100 before sm_75): a canonical order, not a
+	// display one. Sorting numerically would change the bytes and digest
+	// of every lock already written and signed; readers that show archs
+	// order them with compat.CompareArchs.
 	sort.Strings(l.Core.Archs)
 	sort.Strings(l.Policy.ForbiddenPackages)
 	if l.Apt == nil {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -96,9 +97,12 @@ func pyRange(vs []string) string {
 	return vs[0] + "-" + vs[len(vs)-1]
 }
 
+// archRange is "75..120": the lowest and highest architecture by compute
+// capability.
 func archRange(as []string) string {
 	if len(as) == 0 {
 		return ""
 	}
-	return strings.TrimPrefix(as[0], "sm_") + ".." + strings.TrimPrefix(as[len(as)-1], "sm_")
+	lo, hi := slices.MinFunc(as, compat.CompareArchs), slices.MaxFunc(as, compat.CompareArchs)
+	return strings.TrimPrefix(lo, "sm_") + ".." + strings.TrimPrefix(hi, "sm_")
 }

@@ -46,6 +46,7 @@ func TestSpecCommands(t *testing.T) {
 		{"print missing image", []string{"print", specs, "--image", "nope"}, 2, "", ""},
 		{"print bad", []string{"print", bad}, 1, "", "publishes no cu121 wheel"},
 		{"compat", []string{"compat", "--torch", "2.6.0", "--cuda", "12.1"}, 0, "Choose one explicitly", ""},
+		{"compat cu130 archs numerically", []string{"compat", "--torch", "2.11.0"}, 0, "75..120", ""},
 		{"compat unknown torch", []string{"compat", "--torch", "9.9.9"}, 1, "", ""},
 		{"compat args", []string{"compat", "extra"}, 2, "", ""},
 	} {

@@ -17,22 +17,31 @@ func Path(dir, name string) string {
 }
 
 // LockAll resolves each image and writes its lock under dir, atomically.
+// An image that cannot lock does not stop the others: the error joins
+// every failed image's (each named; the first one's exit code wins) and
+// the locks of the rest are written.
 func LockAll(ctx context.Context, dir string, imgs []spec.Image, opts ...Option) error {
 	if err := CheckPlatformBuilders(imgs, opts...); err != nil {
 		return err
 	}
+	// Every image is tried, so that one run reports every image's error;
+	// the ones that lock are written. Only a cancel stops the loop.
+	var errs []error
 	for _, img := range imgs {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
 		l, err := Resolve(ctx, img, opts...)
-		if err != nil {
-			return err
+		if err == nil {
+			p := Path(dir, img.Name)
+			if err = Write(p, l); err == nil {
+				logs.From(ctx).Info("locked", "image", img.Name, "path", p, "debs", len(l.Apt), "wheels", len(l.Pip))
+				continue
+			}
 		}
-		p := Path(dir, img.Name)
-		if err := Write(p, l); err != nil {
-			return err
-		}
-		logs.From(ctx).Info("locked", "image", img.Name, "path", p, "debs", len(l.Apt), "wheels", len(l.Pip))
+		errs = append(errs, fmt.Errorf("image %s: %w", img.Name, err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // CheckResult is the outcome of checking one image's lock.

@@ -173,8 +173,8 @@ func load(ctx context.Context, srcs []source, o *options) ([]Image, error) {
 	for _, k := range unused {
 		l.diags = append(l.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
-			Summary:  fmt.Sprintf("Undeclared variable %q", k),
-			Detail:   fmt.Sprintf("A value was given for var.%s, but no loaded spec declares a variable block %q.", k, k),
+			Summary:  fmt.Sprintf("Undeclared variable %q (--var %s)", k, k),
+			Detail:   fmt.Sprintf("A value was given for var.%s (--var or WithVars), but no loaded spec declares a variable block %q.", k, k),
 		})
 	}
 	diags := dedupe(l.diags)
@@ -224,6 +224,10 @@ func (e *DiagnosticsError) Error() string {
 		return "spec: no errors"
 	}
 	s := errs[0].Error()
+	if errs[0].Subject == nil {
+		// hcl renders a diagnostic without a range as "<nil>: ...".
+		s = errs[0].Summary + "; " + errs[0].Detail
+	}
 	if len(errs) > 1 {
 		s += fmt.Sprintf(" (and %d more errors)", len(errs)-1)
 	}

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,23 +32,63 @@ func (f *accessFlags) add(fs *pflag.FlagSet) {
 
 // access loads the flags: registry credentials come from the Docker config
 // ($DOCKER_CONFIG or ~/.docker/config.json, credential helpers included).
-func (f *accessFlags) access() (*auth.Access, error) {
-	netrc := f.netrc
+// A netrc named by --netrc or $NETRC that cannot be read is an error naming
+// it; a ~/.netrc found without being named that cannot be read is warned
+// about on log and left out.
+func (f *accessFlags) access(log *slog.Logger) (*auth.Access, error) {
+	netrc, named := f.netrc, true
 	if netrc == "" {
 		netrc = os.Getenv("NETRC")
 	}
 	if netrc == "" {
+		named = false
 		if home, err := os.UserHomeDir(); err == nil {
 			if p := filepath.Join(home, ".netrc"); fileExists(p) {
 				netrc = p
 			}
 		}
 	}
-	a, err := auth.New(auth.Config{CAFiles: f.caFiles, Insecure: f.insecure, NetrcFile: netrc})
+	cfg := auth.Config{CAFiles: f.caFiles, Insecure: f.insecure, NetrcFile: netrc}
+	a, err := auth.New(cfg)
+	if err != nil && !named && netrc != "" {
+		cfg.NetrcFile = ""
+		if a2, err2 := auth.New(cfg); err2 == nil {
+			log.Warn("ignoring the netrc found in the home folder, which cannot be read (name one with --netrc or $NETRC to make this an error)", "file", netrc, "err", err)
+			return a2, nil
+		}
+	}
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.Usage, err)
 	}
 	return a, nil
+}
+
+// offlineAnnotation marks a command that reaches no registry, index or
+// daemon (it and its subcommands): no credentials are loaded for it, so a
+// broken netrc or CA file never stops it.
+const offlineAnnotation = "imagectl/offline"
+
+// offline marks c as offline.
+func offline(c *cobra.Command) *cobra.Command {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[offlineAnnotation] = "true"
+	return c
+}
+
+// needsAccess reports whether cmd may touch the network: not when it or a
+// parent is marked offline, nor for cobra's help and completion commands.
+func needsAccess(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		switch {
+		case c.Annotations[offlineAnnotation] != "":
+			return false
+		case c.Name() == "help", c.Name() == "completion", c.Name() == cobra.ShellCompRequestCmd, c.Name() == cobra.ShellCompNoDescRequestCmd:
+			return false
+		}
+	}
+	return true
 }
 
 type accessKey struct{}

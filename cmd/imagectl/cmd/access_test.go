@@ -10,7 +10,7 @@ import (
 )
 
 // TestAccessFlags: a --ca-file or --netrc that cannot be read is a usage
-// error naming the file, before the command runs.
+// error naming the file, before a command that touches the network runs.
 func TestAccessFlags(t *testing.T) {
 	dir := t.TempDir()
 	notPEM := filepath.Join(dir, "not.pem")
@@ -25,9 +25,9 @@ func TestAccessFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--ca-file", filepath.Join(dir, "missing.pem"), "version"}, "missing.pem"},
-		{[]string{"--ca-file", notPEM, "version"}, notPEM + ": no PEM certificate"},
-		{[]string{"--netrc", truncated, "version"}, truncated},
+		{[]string{"--ca-file", filepath.Join(dir, "missing.pem"), "lock", "--check", "../../../specs"}, "missing.pem"},
+		{[]string{"--ca-file", notPEM, "mirror", "../../../specs"}, notPEM + ": no PEM certificate"},
+		{[]string{"--netrc", truncated, "lock", "--check", "../../../specs"}, truncated},
 	} {
 		_, _, code := runSpecCmd(t, tc.args...)
 		if code != exitcode.Usage {

@@ -3,11 +3,11 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 
 	"github.com/spf13/cobra"
 
+	"imagectl/internal/build"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/spec"
@@ -77,6 +77,7 @@ index that refuses them fails with exit 77, naming it and the source tried.`,
 			if check && upgrade || len(packages) > 0 && !upgrade {
 				return exitcode.Wrap(exitcode.Usage, errors.New("--check and --upgrade exclude each other; --package needs --upgrade"))
 			}
+			addr = build.Addr(addr) // build's and release's default
 			bopts, err := bf.lockOptions(addr)
 			if err != nil {
 				return err
@@ -125,14 +126,14 @@ index that refuses them fails with exit 77, naming it and the source tried.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&images, "image", nil, "lock only this image (repeatable); the default is every image in the specs")
 	f.StringVar(&dir, "dir", "images", "directory holding <image>/lock.json")
-	f.StringVar(&addr, "addr", os.Getenv("BUILDKIT_HOST"), "buildkitd address (default $BUILDKIT_HOST)")
+	f.StringVar(&addr, "addr", "", "buildkitd address (default $BUILDKIT_HOST, else "+build.DefaultAddr+")")
 	f.StringVar(&cache, "index-cache", "", "wheel metadata cache of the index proxy (default $XDG_CACHE_HOME/imagectl/pyindex)")
 	f.StringVar(&proxy, "index-proxy", "", "listen address of the index proxy pip resolves through (default 127.0.0.1:0; give one a remote buildkitd reaches)")
 	f.BoolVar(&check, "check", false, "check the locks offline: exit 3 stale, 6 tampered")
 	f.BoolVar(&upgrade, "upgrade", false, "re-resolve the periphery, keep the frozen core, print what moved")
 	f.StringArrayVar(&packages, "package", nil, "with --upgrade: move only this package (repeatable)")
 	bf.add(cmd)
-	cmd.AddCommand(newLockDiffCmd())
+	cmd.AddCommand(offline(newLockDiffCmd()))
 	return cmd
 }
 
@@ -143,7 +144,7 @@ func loadImages(cmd *cobra.Command, sf specFlags, args, names []string) ([]spec.
 	}
 	imgs, err := spec.Load(cmd.Context(), specPaths(args), sopts...)
 	if err != nil {
-		return nil, err
+		return nil, pathError(err) // as lint and print: a missing path is usage
 	}
 	sel, err := spec.Select(imgs, names)
 	if err != nil {

@@ -39,12 +39,24 @@ Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json or
 			if verbose {
 				level = slog.LevelDebug
 			}
-			h := slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})
-			a, err := af.access()
-			if err != nil {
-				return err
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			// Required flags are checked here, before cobra does it after
+			// this hook with an error that would bypass the usage exit code.
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return exitcode.Wrap(exitcode.Usage, err)
 			}
-			cmd.SetContext(withAccess(logs.With(cmd.Context(), slog.New(h)), a))
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return exitcode.Wrap(exitcode.Usage, err)
+			}
+			ctx := logs.With(cmd.Context(), log)
+			if needsAccess(cmd) {
+				a, err := af.access(log)
+				if err != nil {
+					return err
+				}
+				ctx = withAccess(ctx, a)
+			}
+			cmd.SetContext(ctx)
 			return nil
 		},
 	}
@@ -54,9 +66,9 @@ Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json or
 		return exitcode.Wrap(exitcode.Usage, err)
 	})
 	root.AddCommand(
-		newLintCmd(),
-		newPrintCmd(),
-		newCompatCmd(),
+		offline(newLintCmd()),
+		offline(newPrintCmd()),
+		offline(newCompatCmd()),
 		newMirrorCmd(),
 		newLockCmd(),
 		newBuildCmd(),
@@ -66,9 +78,9 @@ Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json or
 		newPinCmd(),
 		newReleasesCmd(),
 		newReleaseCmd(),
-		newFingerprintCmd(),
+		offline(newFingerprintCmd()),
 		newDoctorCmd(),
-		newVersionCmd(),
+		offline(newVersionCmd()),
 	)
 	root.SetOut(os.Stdout)
 	root.SetErr(os.Stderr)

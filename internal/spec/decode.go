@@ -212,6 +212,7 @@ func (l *loader) decodeImage(ctx *hcl.EvalContext, blk *hcl.Block, attrs, own co
 		}
 		l.names[img.Name] = nameRange
 		l.checkPlatforms(&img, ranges)
+		l.checkBusBandwidth(&img, ranges)
 		if hasErrors(l.diags[before:]) {
 			continue
 		}
@@ -285,6 +286,32 @@ func (l *loader) checkPlatforms(img *Image, ranges map[string]hcl.Range) {
 		}
 	}
 	img.Platforms = ps
+}
+
+// checkBusBandwidth warns at verify.min_busbw_gbps when verify.min_gpus
+// lets one GPU pass: one GPU has no bus bandwidth, so verification skips
+// the floor there and it is never enforced.
+func (l *loader) checkBusBandwidth(img *Image, ranges map[string]hcl.Range) {
+	v := img.Verify
+	if v.MinBusBandwidthGBps <= 0 || v.CPUOnly || v.MinGPUs >= 2 {
+		return
+	}
+	rng, ok := ranges["verify.min_busbw_gbps"]
+	if !ok {
+		return
+	}
+	gpus := "unset (1)"
+	if r, ok := ranges["verify.min_gpus"]; ok {
+		gpus = fmt.Sprintf("%d at %s", v.MinGPUs, r)
+	}
+	l.diags = append(l.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  "Bus bandwidth floor not enforceable",
+		// No image name: the images of one matrix share the warning.
+		Detail: fmt.Sprintf("min_busbw_gbps = %g with min_gpus %s: a host with one GPU passes verification, and one GPU has no bus bandwidth, so the floor is skipped there. Set min_gpus = 2 or more to enforce it, or drop min_busbw_gbps.",
+			v.MinBusBandwidthGBps, gpus),
+		Subject: rng.Ptr(),
+	})
 }
 
 // applyCompat applies the catalog to img and fills in what the chosen

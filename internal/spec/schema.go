@@ -252,7 +252,7 @@ var verifyBlock = &block{
 		{name: "min_gpus", kind: kInt, min: 0, max: 1 << 16, def: "1", example: `2`,
 			doc: "The smallest GPU count verification accepts.", field: "Verify.MinGPUs", set: func(i *Image, v any) { i.Verify.MinGPUs = int(v.(int64)) }},
 		{name: "min_busbw_gbps", kind: kNumber, def: "no floor", example: `200`,
-			doc: "All-reduce bus bandwidth floor in GB/s.", field: "Verify.MinBusBandwidthGBps", set: func(i *Image, v any) { i.Verify.MinBusBandwidthGBps = v.(float64) }},
+			doc: "All-reduce bus bandwidth floor in GB/s. One GPU has no bus bandwidth (the check skips): with `min_gpus` below 2 the floor is not enforced, and lint warns.", field: "Verify.MinBusBandwidthGBps", set: func(i *Image, v any) { i.Verify.MinBusBandwidthGBps = v.(float64) }},
 		{name: "allreduce_size", kind: kSize, def: `"256MiB"`, example: `"1GiB"`,
 			doc: "All-reduce message size.", field: "Verify.AllReduceBytes", set: func(i *Image, v any) { i.Verify.AllReduceBytes = v.(int64) }},
 		{name: "compile_cache", kind: kBool, def: "false", example: `true`,

@@ -76,6 +76,7 @@ Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json or
 		newVerifyCmd(),
 		newPromoteCmd(),
 		newPinCmd(),
+		newPolicyCmd(),
 		newReleasesCmd(),
 		newReleaseCmd(),
 		offline(newFingerprintCmd()),

@@ -47,6 +47,9 @@ type Config struct {
 	// NetrcFile holds index credentials (machine/login/password). Empty
 	// means none.
 	NetrcFile string
+	// Network bounds every request: timeouts per phase, retries. Zero
+	// fields take DefaultNetwork's values.
+	Network Network
 }
 
 // Access is a loaded Config: what every stage hands to ggcr, BuildKit and
@@ -55,8 +58,10 @@ type Access struct {
 	cfg       Config
 	pool      *x509.CertPool // nil: the system store alone
 	index     map[string]Credential
-	base      *http.Transport   // TLS: the system store plus the CA files
-	transport http.RoundTripper // base, with https turned to http for Insecure hosts
+	net       Network
+	base      *http.Transport   // TLS: the system store plus the CA files; net's timeouts
+	transport http.RoundTripper // registries: base, https turned to http for Insecure hosts, phases named, retrying
+	indexRT   http.RoundTripper // indexes: the same, its errors naming an index
 }
 
 // Default is New(Config{}): the Docker config, the system trust store, no
@@ -72,7 +77,7 @@ func Default() *Access {
 // New loads cfg: the CA files and the netrc. A file that cannot be read or
 // parsed is an error naming it.
 func New(cfg Config) (*Access, error) {
-	a := &Access{cfg: cfg, index: map[string]Credential{}}
+	a := &Access{cfg: cfg, index: map[string]Credential{}, net: cfg.Network.withDefaults()}
 	if len(cfg.CAFiles) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil {
@@ -96,13 +101,14 @@ func New(cfg Config) (*Access, error) {
 		}
 		a.index = creds
 	}
-	t := remote.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{RootCAs: a.pool, MinVersion: tls.VersionTLS12}
+	t := baseTransport(a.net, &tls.Config{RootCAs: a.pool, MinVersion: tls.VersionTLS12})
 	a.base = t
-	a.transport = t
+	var rt http.RoundTripper = t
 	if len(cfg.Insecure) > 0 {
-		a.transport = &plainHTTP{inner: t, hosts: cfg.Insecure}
+		rt = &plainHTTP{inner: t, hosts: cfg.Insecure}
 	}
+	a.transport = &retrying{kind: "registry", net: a.net, inner: &phased{kind: "registry", net: a.net, inner: rt}}
+	a.indexRT = &retrying{kind: "index", net: a.net, inner: &phased{kind: "index", net: a.net, inner: rt}}
 	return a, nil
 }
 
@@ -141,25 +147,29 @@ func (a *Access) dockerDir() string { return DockerConfigDir() }
 // credential helpers.
 func (a *Access) Keychain() authn.Keychain { return authn.DefaultKeychain }
 
-// Transport is the HTTP transport for registries and indexes: ggcr's
-// default transport trusting the system store and the CA files.
+// Transport is the HTTP transport for registries: ggcr's default
+// transport trusting the system store and the CA files, with the
+// Network's timeouts per phase (errors are *NetError, naming the host and
+// the phase) and its retries of transient failures (retrying).
 func (a *Access) Transport() http.RoundTripper { return a.transport }
 
 // TLSConfig is the TLS configuration of Transport (the system store plus
 // the CA files), for clients that take one, e.g. containerd's resolver.
 func (a *Access) TLSConfig() *tls.Config { return a.base.TLSClientConfig.Clone() }
 
-// HTTPClient is a client over Transport, for index requests. It sets no
-// overall timeout (a wheel can be gigabytes): callers bound requests with
-// their context.
+// HTTPClient is the client for index requests (pages, metadata, wheels):
+// Transport's trust, timeouts and retries, its errors naming an index. It
+// sets no overall timeout (a wheel can be gigabytes; the idle timeout
+// bounds a stalled body): callers bound requests with their context.
 func (a *Access) HTTPClient() *http.Client {
-	return &http.Client{Transport: a.transport}
+	return &http.Client{Transport: a.indexRT}
 }
 
 // RemoteOptions are the ggcr options every registry call takes: the
-// keychain and the transport. Options given after them override them.
+// keychain, the transport and the retry options (RetryOptions). Options
+// given after them override them.
 func (a *Access) RemoteOptions() []remote.Option {
-	return []remote.Option{remote.WithAuthFromKeychain(a.Keychain()), remote.WithTransport(a.transport)}
+	return append([]remote.Option{remote.WithAuthFromKeychain(a.Keychain()), remote.WithTransport(a.transport)}, a.RetryOptions()...)
 }
 
 // Insecure reports whether reg (host or host:port) may be reached over

@@ -31,7 +31,7 @@ import (
 type Network struct {
 	// ConnectTimeout bounds the TCP connect. The default is 30s.
 	ConnectTimeout time.Duration
-	// TLSTimeout bounds the TLS handshake. The default is 15s.
+	// TLSTimeout bounds the TLS handshake. The default is 30s.
 	TLSTimeout time.Duration
 	// ResponseTimeout bounds the wait for the response header once the
 	// request (its body included) is sent. The default is 2m: a registry
@@ -41,7 +41,7 @@ type Network struct {
 	// default is 1m.
 	IdleTimeout time.Duration
 	// Attempts is how often a request that failed transiently (5xx, 429,
-	// a connection reset, EOF mid-body, a timeout) is tried, the
+	// a connection reset, EOF or a stall mid-body) is tried, the
 	// first try included. The default is 5; 1 tries once.
 	Attempts int
 	// Backoff is the first wait between tries; each next one doubles, with
@@ -56,7 +56,7 @@ type Network struct {
 func DefaultNetwork() Network {
 	return Network{
 		ConnectTimeout:  30 * time.Second,
-		TLSTimeout:      15 * time.Second,
+		TLSTimeout:      30 * time.Second,
 		ResponseTimeout: 2 * time.Minute,
 		IdleTimeout:     time.Minute,
 		Attempts:        5,
@@ -136,9 +136,14 @@ func (e *NetError) Unwrap() error { return e.Err }
 // ExitCode implements exitcode.Coder: the service did not answer.
 func (e *NetError) ExitCode() int { return exitcode.Unavailable }
 
-// Temporary reports whether trying again may succeed: a failure on the
-// way (reset, EOF, a timeout) may, unless its tries ran out.
-func (e *NetError) Temporary() bool { return e.Attempts == 0 }
+// Temporary reports whether trying again may succeed: a reset or an EOF
+// may, and so may a body that stalled after it began (it resumes where
+// it stopped), unless the tries ran out. A server that did not connect or
+// answer within its timeout is not asked again: it fails at once, naming
+// the phase.
+func (e *NetError) Temporary() bool {
+	return e.Attempts == 0 && (e.Timeout == 0 || e.Phase == PhaseBody)
+}
 
 func timeoutSetting(phase string) string {
 	switch phase {
@@ -186,7 +191,7 @@ var transientStatuses = []int{http.StatusRequestTimeout, http.StatusTooManyReque
 	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
 
 // Transient reports whether err may go away when the request is sent
-// again: a NetError (reset, EOF mid-body, a timeout), a registry
+// again: a NetError that is Temporary (a reset, EOF or a stall mid-body), a registry
 // answer with a transient status or code, a reset or an unexpected EOF. A
 // cancelled context, a 401/403/404, a digest mismatch, a request whose
 // tries ran out and every other error are permanent.

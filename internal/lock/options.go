@@ -235,7 +235,10 @@ func WithRoot(dir string) Option {
 // resolves: pip in the resolution step reaches the indexes only through it.
 // The default is 127.0.0.1:0, which a buildkitd on this machine reaches
 // (its OCI worker runs steps in the host's network); give an address the
-// workers can reach when buildkitd runs elsewhere.
+// workers can reach when buildkitd runs elsewhere. Beyond loopback the
+// proxy answers only URLs with a random token it makes at start (pip gets
+// them): nobody else reaching the port is served, or sent upstream with
+// the index credentials.
 func WithIndexProxyAddr(addr string) Option {
 	return func(o *options) error {
 		o.proxyAddr = addr

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"imagectl/internal/auth"
+	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
 	"imagectl/internal/pyindex"
 	"imagectl/internal/spec"
@@ -36,7 +37,10 @@ const pipReadsOnce = "23.2"
 func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.Routes, image string, debs []Deb, reqs []string, p plan) (*pipResult, Wheel, error) {
 	log := logs.From(ctx)
 	// The proxy is what talks to the upstream indexes: with the access's
-	// trust (system store plus --ca-file) and its index credentials.
+	// trust (system store plus --ca-file), timeouts and retries, and its
+	// index credentials. On an address beyond loopback it answers only
+	// URLs with its random token (pyindex.WithAddr), so nobody else who
+	// reaches the port gets the credentials' reach.
 	proxy, err := pyindex.Start(routes,
 		pyindex.WithAddr(o.proxyAddr), pyindex.WithHTTPClient(o.access.HTTPClient()), pyindex.WithCacheDir(o.indexCache),
 		pyindex.WithAuth(func(r *http.Request) {
@@ -67,14 +71,24 @@ func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.
 		"served", st.Served, "served_bytes", st.ServedBytes, "cache_hits", st.CacheHits)
 	if err != nil {
 		var pe *PipError
+		code := 0
 		if errs := proxy.Errors(); errors.As(err, &pe) && len(errs) > 0 {
 			var b strings.Builder
 			for _, e := range errs {
 				b.WriteString("\n  " + auth.Redact(e.Error()))
+				// pip failed because an index did not answer (exit 69) or
+				// refused the credentials (77): the lock exits so too.
+				if c := exitcode.Code(e); code == 0 && c != exitcode.Failure {
+					code = c
+				}
 			}
 			pe.Output += "\nthe index proxy could not answer pip:" + b.String()
 		}
-		return nil, Wheel{}, fmt.Errorf("image %s: %w", img.Name, err)
+		err = fmt.Errorf("image %s: %w", img.Name, err)
+		if code != 0 {
+			err = exitcode.Wrap(code, err)
+		}
+		return nil, Wheel{}, err
 	}
 	for i, w := range res.Wheels {
 		s, ok := proxy.Lookup(w.URL)

@@ -195,7 +195,8 @@ func copyBase(ctx context.Context, src string, dst name.Repository, o *options) 
 	// Every request of this copy goes through one counter, so the result
 	// says exactly what reached the wire.
 	c := &counter{rt: o.transport}
-	ropts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain), remote.WithTransport(c)}, o.remote...)
+	ropts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(o.keychain), remote.WithTransport(c)}, o.access.RetryOptions()...)
+	ropts = append(ropts, o.remote...)
 
 	desc, err := remote.Get(srcRef, ropts...)
 	if err != nil {

@@ -21,7 +21,8 @@ type options struct {
 }
 
 func makeOptions(opts []Option) (*options, error) {
-	o := &options{transport: remote.DefaultTransport, keychain: authn.DefaultKeychain, access: auth.Default()}
+	a := auth.Default()
+	o := &options{transport: a.Transport(), keychain: authn.DefaultKeychain, access: a}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err
@@ -31,7 +32,8 @@ func makeOptions(opts []Option) (*options, error) {
 }
 
 // WithTransport sets the HTTP transport for both registries (TLS roots,
-// proxies). The default is remote.DefaultTransport.
+// proxies). The default is auth.Default().Transport(): timeouts per phase,
+// retries of transient failures.
 func WithTransport(rt http.RoundTripper) Option {
 	return func(o *options) error {
 		o.transport = rt

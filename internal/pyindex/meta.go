@@ -214,7 +214,15 @@ func (c *client) wheelMetadata(ctx context.Context, f File) ([]byte, error) {
 		if start+int64(len(tail)) != total {
 			return nil, fmt.Errorf("fetching %s: the last block is %d bytes at %d of %d", redactURL(f.URL), len(tail), start, total)
 		}
-		ra := &rangeReader{ctx: ctx, c: c, url: f.URL, size: total, tailOff: start, tail: tail, blocks: map[int64][]byte{}}
+		v := validator(resp.Header)
+		if v == "" && start > 0 {
+			// Nothing tells one version of the file from the next, so
+			// blocks read later could come from another upload than the
+			// tail: read it whole, once, its sha256 checked.
+			resp.Body.Close()
+			return c.downloadWhole(ctx, f)
+		}
+		ra := &rangeReader{ctx: ctx, c: c, url: f.URL, size: total, tailOff: start, tail: tail, validator: v, blocks: map[int64][]byte{}}
 		return metadataFromZip(ra, total, f.Filename)
 	case http.StatusOK:
 		return c.downloadMetadata(resp.Body, f)
@@ -223,6 +231,24 @@ func (c *client) wheelMetadata(ctx context.Context, f File) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("fetching %s: HTTP %d", redactURL(f.URL), resp.StatusCode)
 	}
+}
+
+// validator is what If-Range can name of a response: its strong ETag,
+// else its Last-Modified; "" when it has neither.
+func validator(h http.Header) string {
+	if v := h.Get("ETag"); v != "" && !strings.HasPrefix(v, "W/") {
+		return v
+	}
+	return h.Get("Last-Modified")
+}
+
+// downloadWhole reads f whole into the cache (its sha256 checked) and
+// takes its metadata from there; the caller holds its download lock.
+func (c *client) downloadWhole(ctx context.Context, f File) ([]byte, error) {
+	if _, err := c.fetchWheel(ctx, f); err != nil {
+		return nil, err
+	}
+	return c.cachedMetadata(f)
 }
 
 func (c *client) downloadMetadata(body io.Reader, f File) ([]byte, error) {
@@ -301,6 +327,12 @@ func (c *client) wheel(ctx context.Context, f File) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
+	return c.fetchWheel(ctx, f)
+}
+
+// fetchWheel reads f from upstream into the cache; the caller holds its
+// download lock.
+func (c *client) fetchWheel(ctx context.Context, f File) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
 	if err != nil {
 		return "", err
@@ -353,15 +385,20 @@ func metadataFromZip(r io.ReaderAt, size int64, filename string) ([]byte, error)
 
 // rangeReader is an io.ReaderAt over HTTP range requests: the tail it
 // was seeded with, then whole blocks fetched on demand.
+//
+// Every block is asked for with If-Range naming the tail's validator: a
+// file replaced upstream in between answers 200 (the whole new file), not
+// 206, and the read fails rather than stitch two versions together.
 type rangeReader struct {
-	ctx     context.Context
-	c       *client
-	url     string
-	size    int64
-	tailOff int64
-	tail    []byte
-	mu      sync.Mutex
-	blocks  map[int64][]byte // by block index
+	ctx       context.Context
+	c         *client
+	url       string
+	size      int64
+	tailOff   int64
+	tail      []byte
+	validator string // the tail's ETag or Last-Modified
+	mu        sync.Mutex
+	blocks    map[int64][]byte // by block index
 }
 
 func (r *rangeReader) ReadAt(p []byte, off int64) (int, error) {
@@ -402,13 +439,20 @@ func (r *rangeReader) block(i int64) ([]byte, error) {
 		return nil, err
 	}
 	req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", start, end))
+	req.Header.Set("If-Range", r.validator)
 	resp, err := r.c.do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", redactURL(r.url), err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return nil, fmt.Errorf("fetching %s bytes %d-%d: the file changed upstream while its zip directory was read (If-Range %s no longer holds)", redactURL(r.url), start, end, r.validator)
+	}
 	if resp.StatusCode != http.StatusPartialContent {
 		return nil, fmt.Errorf("fetching %s bytes %d-%d: HTTP %d", redactURL(r.url), start, end, resp.StatusCode)
+	}
+	if want := fmt.Sprintf("bytes %d-%d/%d", start, end, r.size); resp.Header.Get("Content-Range") != want {
+		return nil, fmt.Errorf("fetching %s: Content-Range %q, want %q", redactURL(r.url), resp.Header.Get("Content-Range"), want)
 	}
 	b, err = io.ReadAll(io.LimitReader(resp.Body, blockSize+1))
 	r.c.n.ranges.Add(1)

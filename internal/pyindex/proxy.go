@@ -3,6 +3,7 @@ package pyindex
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -19,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Routes say which index each project comes from: exactly one, so a
@@ -68,11 +71,16 @@ type options struct {
 
 // WithAddr sets the listen address. The default is 127.0.0.1:0 (loopback,
 // a free port): the lock's resolution steps reach it through the BuildKit
-// worker's host network.
+// worker's host network. On an address that is not loopback (":8444",
+// "10.0.0.5:8444") the proxy answers only URLs that carry a random token
+// it makes at start (URL and FileURL include it): anyone else who reaches
+// the port gets 404, and no upstream request, so never the credentials
+// WithAuth adds.
 func WithAddr(addr string) Option { return func(o *options) { o.addr = addr } }
 
 // WithHTTPClient sets the client for upstream requests. The default is
-// http.DefaultClient.
+// http.DefaultClient, which has no timeouts and no retries: imagectl gives
+// auth.Access.HTTPClient, which has both.
 func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.client = c } }
 
 // WithAuth sets a function that adds credentials to each upstream request
@@ -112,9 +120,18 @@ type Proxy struct {
 	// noMetadata: list no PEP 658 metadata (OfferMetadata).
 	noMetadata atomic.Bool
 
+	// token prefixes every path the proxy answers ("" on loopback).
+	token string
+	// ctx is every upstream read's: Close cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// flight makes concurrent asks for one project one upstream read.
+	flight singleflight.Group
+
 	mu    sync.Mutex
 	files map[string]Served // by key (see fileKey)
-	pages map[string]page   // by project
+	pages map[string]page   // by project: found, or not found; never a failure
 	errs  []error
 }
 
@@ -144,16 +161,43 @@ func Start(routes Routes, opts ...Option) (*Proxy, error) {
 		files:  map[string]Served{},
 		pages:  map[string]page{},
 	}
-	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	if !loopback(ln.Addr()) {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("index proxy: making its token: %w", err)
+		}
+		p.token = hex.EncodeToString(b[:])
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, BaseContext: func(net.Listener) context.Context { return p.ctx }}
 	go p.srv.Serve(ln) //nolint:errcheck // returns ErrServerClosed after Close
 	return p, nil
 }
 
-// URL is the index URL to give pip: http://ADDR/simple/.
-func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() + "/simple/" }
+// loopback reports whether addr listens on loopback only.
+func loopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
 
-// Close stops the server.
+// root is the proxy's URL up to its paths: http://ADDR, then /TOKEN when
+// it listens beyond loopback.
+func (p *Proxy) root() string {
+	r := "http://" + p.ln.Addr().String()
+	if p.token != "" {
+		r += "/" + p.token
+	}
+	return r
+}
+
+// URL is the index URL to give pip: http://ADDR/simple/ (with the token:
+// http://ADDR/TOKEN/simple/).
+func (p *Proxy) URL() string { return p.root() + "/simple/" }
+
+// Close stops the server and cancels the upstream reads in flight.
 func (p *Proxy) Close() error {
+	p.cancel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return p.srv.Shutdown(ctx)
@@ -180,12 +224,12 @@ func (p *Proxy) Errors() []error {
 
 // FileURL is where the proxy serves f (a file Project listed).
 func (p *Proxy) FileURL(f File) string {
-	return "http://" + p.ln.Addr().String() + "/files/" + fileKey(f) + "/" + urlPathEscape(f.Filename)
+	return p.root() + "/files/" + fileKey(f) + "/" + urlPathEscape(f.Filename)
 }
 
 // Lookup maps a file URL pip got from the proxy to the upstream file.
 func (p *Proxy) Lookup(rawURL string) (Served, bool) {
-	key, _, ok := strings.Cut(strings.TrimPrefix(rawURL, "http://"+p.ln.Addr().String()+"/files/"), "/")
+	key, _, ok := strings.Cut(strings.TrimPrefix(rawURL, p.root()+"/files/"), "/")
 	if !ok {
 		return Served{}, false
 	}
@@ -206,17 +250,30 @@ func (p *Proxy) Project(ctx context.Context, name string) (string, []File, error
 	if ok {
 		return pg.index, pg.files, pg.err
 	}
-	pg = p.route(ctx, n)
-	if errors.Is(pg.err, context.Canceled) {
+	// One upstream read for every ask at once; it runs on the proxy's
+	// context (not one asker's), so an asker that gives up fails no other.
+	ch := p.flight.DoChan(n, func() (any, error) {
+		pg := p.route(p.ctx, n)
+		if pg.err == nil || errors.Is(pg.err, ErrNotFound) {
+			// Only an answer is kept: the project's files, or that no
+			// index has it. A failure (5xx, a timeout, a reset) is asked
+			// again next time: pip's own retry may then succeed.
+			p.mu.Lock()
+			p.pages[n] = pg
+			for _, f := range pg.files {
+				p.files[fileKey(f)] = Served{File: f, Project: n, Index: pg.index}
+			}
+			p.mu.Unlock()
+		}
+		return pg, nil
+	})
+	select {
+	case r := <-ch:
+		pg := r.Val.(page)
 		return pg.index, pg.files, pg.err
+	case <-ctx.Done():
+		return "", nil, ctx.Err()
 	}
-	p.mu.Lock()
-	p.pages[n] = pg
-	for _, f := range pg.files {
-		p.files[fileKey(f)] = Served{File: f, Project: n, Index: pg.index}
-	}
-	p.mu.Unlock()
-	return pg.index, pg.files, pg.err
 }
 
 func (p *Proxy) route(ctx context.Context, n string) page {
@@ -257,6 +314,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if p.token != "" {
+		// Beyond loopback only the token's holder (pip in the lock's step)
+		// is answered: anyone else gets 404 before any upstream request.
+		rest, ok := strings.CutPrefix(r.URL.Path, "/"+p.token+"/")
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = "/" + rest
+		r = r2
+	}
 	switch {
 	case r.URL.Path == "/simple/":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -277,7 +346,7 @@ func (p *Proxy) servePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n := Normalize(raw); n != raw || !strings.HasSuffix(r.URL.Path, "/") {
-		http.Redirect(w, r, "/simple/"+n+"/", http.StatusMovedPermanently)
+		http.Redirect(w, r, strings.TrimPrefix(p.root(), "http://"+p.ln.Addr().String())+"/simple/"+n+"/", http.StatusMovedPermanently)
 		return
 	}
 	_, files, err := p.Project(r.Context(), raw)

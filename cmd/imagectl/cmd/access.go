@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ type accessFlags struct {
 	caFiles  []string
 	insecure []string
 	netrc    string
+	net      auth.Network
 }
 
 func (f *accessFlags) add(fs *pflag.FlagSet) {
@@ -28,6 +30,15 @@ func (f *accessFlags) add(fs *pflag.FlagSet) {
 		"registry (host[:port]) that may be reached over plain HTTP (repeatable; loopback always may)")
 	fs.StringVar(&f.netrc, "netrc", "",
 		"netrc file with index credentials (default $NETRC, else ~/.netrc when it exists)")
+	d := auth.DefaultNetwork()
+	fs.DurationVar(&f.net.ConnectTimeout, "connect-timeout", d.ConnectTimeout,
+		"longest wait for a registry or index to accept a connection; the TLS handshake gets as long again")
+	fs.DurationVar(&f.net.ResponseTimeout, "response-timeout", d.ResponseTimeout,
+		"longest wait for a registry's or index's response header once a request is sent")
+	fs.DurationVar(&f.net.IdleTimeout, "idle-timeout", d.IdleTimeout,
+		"longest a download may receive nothing (no total limit: a wheel or a layer may take as long as bytes keep coming)")
+	fs.IntVar(&f.net.Attempts, "retries", d.Attempts-1,
+		"times a transient failure (5xx, 429, connection reset, EOF or a stall mid-body) is retried, with exponential backoff")
 }
 
 // access loads the flags: registry credentials come from the Docker config
@@ -48,7 +59,13 @@ func (f *accessFlags) access(log *slog.Logger) (*auth.Access, error) {
 			}
 		}
 	}
-	cfg := auth.Config{CAFiles: f.caFiles, Insecure: f.insecure, NetrcFile: netrc}
+	if f.net.ConnectTimeout <= 0 || f.net.ResponseTimeout <= 0 || f.net.IdleTimeout <= 0 || f.net.Attempts < 0 {
+		return nil, exitcode.Wrap(exitcode.Usage, errors.New("--connect-timeout, --response-timeout and --idle-timeout must be above 0, --retries at least 0"))
+	}
+	n := f.net
+	n.TLSTimeout = n.ConnectTimeout
+	n.Attempts++ // the first try and the retries
+	cfg := auth.Config{CAFiles: f.caFiles, Insecure: f.insecure, NetrcFile: netrc, Network: n}
 	a, err := auth.New(cfg)
 	if err != nil && !named && netrc != "" {
 		cfg.NetrcFile = ""

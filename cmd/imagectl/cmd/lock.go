@@ -50,7 +50,9 @@ fails with pip's explanation. --package limits the upgrade to the named
 packages.
 
 pip sees one index: a proxy imagectl serves on --index-proxy (loopback) while
-it resolves, which takes torch, triton and nvidia-* from the torch variant's
+it resolves (on an address beyond loopback it answers only URLs carrying a
+random token it gives pip, so nobody else reaching the port can use it or
+the credentials it sends upstream), which takes torch, triton and nvidia-* from the torch variant's
 index only and every other project from the first pip_indexes entry that has
 it, and serves wheel metadata from --index-cache (by sha256) so that a big
 wheel on an index without metadata files is read at most once.
@@ -128,7 +130,7 @@ index that refuses them fails with exit 77, naming it and the source tried.`,
 	f.StringVar(&dir, "dir", "images", "directory holding <image>/lock.json")
 	f.StringVar(&addr, "addr", "", "buildkitd address (default $BUILDKIT_HOST, else "+build.DefaultAddr+")")
 	f.StringVar(&cache, "index-cache", "", "wheel metadata cache of the index proxy (default $XDG_CACHE_HOME/imagectl/pyindex)")
-	f.StringVar(&proxy, "index-proxy", "", "listen address of the index proxy pip resolves through (default 127.0.0.1:0; give one a remote buildkitd reaches)")
+	f.StringVar(&proxy, "index-proxy", "", "listen address of the index proxy pip resolves through (default 127.0.0.1:0; give one a remote buildkitd reaches: beyond loopback it requires a random token in its URL)")
 	f.BoolVar(&check, "check", false, "check the locks offline: exit 3 stale, 6 tampered")
 	f.BoolVar(&upgrade, "upgrade", false, "re-resolve the periphery, keep the frozen core, print what moved")
 	f.StringArrayVar(&packages, "package", nil, "with --upgrade: move only this package (repeatable)")

@@ -6,23 +6,24 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"imagectl/cmd/imagectl/cmd"
 	"imagectl/internal/exitcode"
+	"imagectl/internal/interrupt"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := cmd.New().ExecuteContext(ctx)
-	interrupted := ctx.Err() != nil // read before stop, which cancels ctx
+	ctx, stop := interrupt.Notify(context.Background(), exitNow, interrupt.Signals...)
+	err := exitcode.FromContext(ctx, cmd.New().ExecuteContext(ctx))
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imagectl:", err)
-		if interrupted {
-			os.Exit(exitcode.Interrupted)
-		}
 		os.Exit(exitcode.Code(err))
 	}
+}
+
+// exitNow ends imagectl at a second SIGINT or SIGTERM, clean-ups or not.
+func exitNow(s os.Signal) {
+	fmt.Fprintln(os.Stderr, "imagectl:", &exitcode.Interrupt{Signal: s}, "again: exiting at once")
+	os.Exit(exitcode.Interrupted)
 }

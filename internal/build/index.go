@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -60,7 +59,6 @@ func solveIndex(ctx context.Context, clients []Client, l *lock.Lock, o *options,
 		for i, t := range targets {
 			d, err := os.MkdirTemp(filepath.Dir(o.ociLayout), "."+filepath.Base(o.ociLayout)+"-"+platformSlug(t.platform)+"-")
 			if err != nil {
-				closeStatus(o)
 				return nil, fmt.Errorf("oci layout of %s: %w", platformString(t.platform), err)
 			}
 			layouts[i] = d
@@ -74,33 +72,12 @@ func solveIndex(ctx context.Context, clients []Client, l *lock.Lock, o *options,
 		po.cacheTo = platformCache(o.cacheTo, t.platform)
 		sopt, _, err := solveOpt(t.lock, &po)
 		if err != nil {
-			closeStatus(o)
 			return nil, err
 		}
 		sopts[i] = sopt
 	}
 
-	// Every solve reports on its own channel (the client closes it); they
-	// are forwarded to WithStatus's, closed once all are done, each vertex
-	// named with its platform ("[linux/arm64] ..."): the platforms' steps
-	// run at once and are otherwise named alike.
-	var fwd sync.WaitGroup
-	chans := make([]chan *client.SolveStatus, len(targets))
-	if o.status != nil {
-		for i, t := range targets {
-			ch := make(chan *client.SolveStatus)
-			chans[i] = ch
-			prefix := "[" + platformString(t.platform) + "] "
-			fwd.Go(func() {
-				for s := range ch {
-					for _, v := range s.Vertexes {
-						v.Name = prefix + v.Name
-					}
-					o.status <- s
-				}
-			})
-		}
-	}
+	chans, forwarded := forwardStatus(o, targets)
 	resps := make([]*client.SolveResponse, len(targets))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, t := range targets {
@@ -114,8 +91,7 @@ func solveIndex(ctx context.Context, clients []Client, l *lock.Lock, o *options,
 		})
 	}
 	err = g.Wait()
-	fwd.Wait()
-	closeStatus(o)
+	forwarded()
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/moby/buildkit/client/llb/sourceresolver"
 	"github.com/moby/buildkit/exporter/containerimage/exptypes"
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
+	"github.com/moby/buildkit/identity"
 	bkSession "github.com/moby/buildkit/session"
 	digest "github.com/opencontainers/go-digest"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
@@ -128,8 +129,11 @@ type LayerInfo struct {
 // children only: one builder or one per platform give the same digest.
 func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Result, err error) {
 	o, err := makeOptions(opts...)
+	// The one close of WithStatus's channel, on every path, after the
+	// forwarders of the solves' own channels are done (deferred later,
+	// run earlier).
+	defer closeStatus(o)
 	if err != nil {
-		closeStatus(o)
 		return nil, err
 	}
 	sopt, target, soptErr := solveOpt(l, o)
@@ -149,25 +153,21 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Re
 	}
 	targets, err := buildTargets(ctx, l, o)
 	if err != nil {
-		closeStatus(o)
 		return nil, err
 	}
 	arts := map[digest.Digest]Artifact{}
 	for _, t := range targets {
 		a, err := Artifacts(t.def.ToPB(), t.lock)
 		if err != nil {
-			closeStatus(o)
 			return nil, err
 		}
 		maps.Copy(arts, a)
 	}
 	if soptErr != nil {
-		closeStatus(o)
 		return nil, soptErr
 	}
 	p := <-preflightDone
 	if p.err != nil {
-		closeStatus(o)
 		return nil, p.err
 	}
 	o.pinged = p.transports
@@ -175,7 +175,6 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Re
 	for i, t := range targets {
 		clients[i] = o.clientFor(t.platform, c)
 		if clients[i] == nil {
-			closeStatus(o)
 			return nil, fmt.Errorf("building %s: no buildkitd for %s (Solve's client is nil and no WithPlatformClient names it)", l.Name, platformString(t.platform))
 		}
 	}
@@ -201,7 +200,9 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Re
 	if len(targets) > 1 {
 		return solveIndex(ctx, clients, l, o, targets, arts, target)
 	}
-	resp, err := solveTarget(ctx, clients[0], o, sopt, targets[0], o.status)
+	chans, forwarded := forwardStatus(o, targets)
+	resp, err := solveTarget(ctx, clients[0], o, sopt, targets[0], chans[0])
+	forwarded()
 	if err != nil {
 		return nil, fmt.Errorf("building %s: %w", l.Name, mapSolveError(err, arts))
 	}
@@ -266,6 +267,10 @@ func solveTarget(ctx context.Context, c Client, o *options, sopt client.SolveOpt
 		res.AddMeta(exptypes.ExporterImageBaseConfigKey, cfg)
 		return res, nil
 	}
+	// The build's BuildKit ref, logged, names it in buildkitd's history
+	// (buildctl debug history inspect REF).
+	sopt.Ref = identity.NewID()
+	logs.From(ctx).Debug("solving on buildkitd", "image", t.lock.Name, "platform", platformString(t.platform), "ref", sopt.Ref)
 	resp, err := c.Build(ctx, sopt, "imagectl", buildFunc, status)
 	if err != nil && policyErr != nil {
 		return nil, policyErr
@@ -320,6 +325,40 @@ func closeStatus(o *options) {
 	if o != nil && o.status != nil {
 		close(o.status)
 	}
+}
+
+// forwardStatus gives every target's solve a status channel of its own
+// (BuildKit's client closes it when the solve returns) and forwards what
+// it reports to WithStatus's channel, each vertex named with its platform
+// ("[linux/arm64] ...") when there are several: the platforms' steps run
+// at once and are otherwise named alike. wait returns once every solve's
+// channel is closed and drained: call it after the solves, each of which
+// must be given its channel. Without WithStatus the channels are nil.
+func forwardStatus(o *options, targets []buildTarget) (chans []chan *client.SolveStatus, wait func()) {
+	chans = make([]chan *client.SolveStatus, len(targets))
+	if o.status == nil {
+		return chans, func() {}
+	}
+	var fwd sync.WaitGroup
+	for i, t := range targets {
+		ch := make(chan *client.SolveStatus)
+		chans[i] = ch
+		prefix := ""
+		if len(targets) > 1 {
+			prefix = "[" + platformString(t.platform) + "] "
+		}
+		fwd.Go(func() {
+			for s := range ch {
+				if prefix != "" {
+					for _, v := range s.Vertexes {
+						v.Name = prefix + v.Name
+					}
+				}
+				o.status <- s
+			}
+		})
+	}
+	return chans, fwd.Wait
 }
 
 // solveOpt returns the exporters and caches, and the push target (repo or

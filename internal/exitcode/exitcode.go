@@ -5,7 +5,13 @@
 // The codes are published in the README and are stable.
 package exitcode
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
 
 const (
 	// OK: the command did what it was asked.
@@ -77,4 +83,42 @@ func Code(err error) int {
 		return c.ExitCode()
 	}
 	return Failure
+}
+
+// Interrupt is the cause of a context cancelled by a signal (SIGINT,
+// SIGTERM): its exit code is Interrupted, and it is a context.Canceled.
+type Interrupt struct {
+	Signal os.Signal
+}
+
+func (e *Interrupt) Error() string {
+	name := e.Signal.String()
+	switch e.Signal {
+	case syscall.SIGINT:
+		name = "SIGINT"
+	case syscall.SIGTERM:
+		name = "SIGTERM"
+	}
+	return "interrupted by " + name
+}
+
+// ExitCode implements Coder: Interrupted.
+func (e *Interrupt) ExitCode() int { return Interrupted }
+
+// Is reports context.Canceled as the same error.
+func (e *Interrupt) Is(target error) bool { return target == context.Canceled }
+
+// FromContext returns err as the command that ran with ctx ends with it:
+// when a signal cancelled ctx, the signal's *Interrupt joined with err
+// (exit code Interrupted, whatever err is, nil included: the work was cut
+// short); otherwise err as it is.
+func FromContext(ctx context.Context, err error) error {
+	var in *Interrupt
+	if ctx.Err() == nil || !errors.As(context.Cause(ctx), &in) {
+		return err
+	}
+	if err == nil {
+		return in
+	}
+	return fmt.Errorf("%w: %w", in, err)
 }

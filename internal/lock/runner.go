@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
+	"github.com/moby/buildkit/identity"
 	"github.com/moby/buildkit/util/entitlements"
 	digest "github.com/opencontainers/go-digest"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
@@ -229,6 +230,8 @@ func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, err
 			}
 		}
 	}()
+	opt.Ref = identity.NewID() // logged: names the solve in buildkitd's history
+	log.Debug("lock step solving", "step", j.Name, "ref", opt.Ref)
 	start := time.Now()
 	_, err = c.Solve(ctx, def, opt, ch)
 	<-done

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
@@ -63,7 +62,7 @@ type Containerd struct {
 	// else DefaultContainerdAddress.
 	Address string
 	// Namespace is the containerd namespace images and containers live in.
-	// The default is "imagectl".
+	// The default is $CONTAINERD_NAMESPACE (as for ctr), else "imagectl".
 	Namespace string
 	// Snapshotter unpacks the image. The default is "overlayfs".
 	Snapshotter string
@@ -140,7 +139,7 @@ var quiet = func() *clog.Entry {
 }()
 
 func (r *Containerd) ns(ctx context.Context) context.Context {
-	return clog.WithLogger(namespaces.WithNamespace(ctx, firstNonEmpty(r.Namespace, "imagectl")), quiet)
+	return clog.WithLogger(namespaces.WithNamespace(ctx, firstNonEmpty(r.Namespace, os.Getenv("CONTAINERD_NAMESPACE"), "imagectl")), quiet)
 }
 
 // prepare connects, pulls the image by digest and checks what containerd
@@ -360,24 +359,28 @@ func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
 		}
 	}
 	r.mu.Lock()
+	c, img, netns := r.client, r.image, r.netns
 	r.seq++
 	id := fmt.Sprintf("imagectl-verify-%s-%s-%d", p.Name, randomHex(4), r.seq)
 	r.mu.Unlock()
+	if c == nil {
+		return nil, &ProbeError{Probe: p.Name, Err: errors.New("containerd runtime: closed")}
+	}
 	ctx = r.ns(ctx)
 	log := logs.From(ctx)
 
 	t0 := time.Now()
-	cont, err := r.client.NewContainer(ctx, id,
-		containerd.WithImage(r.image),
-		containerd.WithNewSnapshot(id, r.image),
-		containerd.WithNewSpec(r.SpecOpts(r.image, dir, r.netns.path, p, devices)...))
+	cont, err := c.NewContainer(ctx, id,
+		containerd.WithImage(img),
+		containerd.WithNewSnapshot(id, img),
+		containerd.WithNewSpec(r.SpecOpts(img, dir, netns.path, p, devices)...))
 	if err != nil {
 		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("creating container: %w", err)}
 	}
-	// Cleanup outlives a cancelled ctx.
-	cleanup := func() context.Context { return context.WithoutCancel(ctx) }
 	defer func() {
-		if err := cont.Delete(cleanup(), containerd.WithSnapshotCleanup); err != nil {
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		if err := cont.Delete(cctx, containerd.WithSnapshotCleanup); err != nil {
 			log.Warn("removing probe container", "id", id, "err", err)
 		}
 	}()
@@ -387,13 +390,18 @@ func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	if err != nil {
 		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("creating task: %w", err), Stderr: string(bytes.TrimSpace(stderr.b))}
 	}
-	exitC, err := task.Wait(ctx)
+	// The task is waited for on a context of its own: on ctx, a cancel
+	// would end the wait before the task ends, and the task (and so the
+	// container) could not be deleted yet.
+	wctx, stopWait := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWait()
+	exitC, err := task.Wait(wctx)
 	if err != nil {
-		_, _ = task.Delete(cleanup(), containerd.WithProcessKill)
+		deleteTask(ctx, task, id)
 		return nil, &ProbeError{Probe: p.Name, Err: err}
 	}
 	if err := task.Start(ctx); err != nil {
-		_, _ = task.Delete(cleanup(), containerd.WithProcessKill)
+		deleteTask(ctx, task, id)
 		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("starting task: %w", err), Stderr: string(bytes.TrimSpace(stderr.b))}
 	}
 	started := time.Since(t0)
@@ -401,26 +409,45 @@ func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	select {
 	case st = <-exitC:
 	case <-ctx.Done():
-		_ = task.Kill(cleanup(), syscall.SIGKILL, containerd.WithKillAll)
-		st = <-exitC
 	}
 	t1 := time.Now()
-	if _, err := task.Delete(cleanup()); err != nil {
-		log.Warn("removing probe task", "id", id, "err", err)
-	}
+	deleteTask(ctx, task, id)
 	log.Info("probe container", "probe", p.Name, "id", id, "start_s", fmt.Sprintf("%.3f", started.Seconds()),
 		"teardown_s", fmt.Sprintf("%.3f", time.Since(t1).Seconds()), "devices", strings.Join(devices, ","))
+	if ctx.Err() != nil {
+		return stdout.Bytes(), &ProbeError{Probe: p.Name, Err: ctx.Err(), Stderr: string(bytes.TrimSpace(stderr.b))}
+	}
 	code, _, err := st.Result()
-	switch {
-	case ctx.Err() != nil:
-		err = fmt.Errorf("%w (exit %d)", ctx.Err(), code)
-	case err == nil && code != 0:
+	if err == nil && code != 0 {
 		err = fmt.Errorf("exit status %d", code)
 	}
 	if err != nil {
 		return stdout.Bytes(), &ProbeError{Probe: p.Name, Err: err, Stderr: string(bytes.TrimSpace(stderr.b))}
 	}
 	return stdout.Bytes(), nil
+}
+
+// cleanupTimeout bounds each clean-up step of a probe (kill and delete its
+// task, delete its container and snapshot): they run after a cancel too,
+// on a context of their own, and a containerd that does not answer in
+// time leaves them logged instead of hanging the command.
+const cleanupTimeout = 5 * time.Second
+
+// cleanupContext is ctx's values (namespace, logger) without its cancel,
+// limited to cleanupTimeout.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+// deleteTask kills the task's processes if any still run (SIGKILL, all of
+// them), waits for them to exit and deletes the task, within
+// cleanupTimeout; a task that has exited is just deleted.
+func deleteTask(ctx context.Context, task containerd.Task, id string) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	if _, err := task.Delete(cctx, containerd.WithProcessKill); err != nil {
+		logs.From(ctx).Warn("removing probe task", "id", id, "err", err)
+	}
 }
 
 // Close implements Runtime: it closes the client and removes the probe

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -117,8 +118,12 @@ platform caches under the tag with -OS-ARCH appended.`,
 			if progress == string(progressui.QuietMode) {
 				close(shown)
 			} else {
+				// The display drains ch until Solve closes it, cancelled or
+				// not: on the command's context it would stop at Ctrl-C and
+				// leave BuildKit's status stream blocked on its send (buildctl
+				// does the same).
 				ch := make(chan *client.SolveStatus)
-				go func() { _, _ = d.UpdateFrom(ctx, ch); close(shown) }()
+				go func() { _, _ = d.UpdateFrom(context.WithoutCancel(ctx), ch); close(shown) }()
 				opts = append(opts, build.WithStatus(ch))
 			}
 			if initPath != "" {

@@ -100,7 +100,7 @@ Exit codes: 0 passed, 4 a check failed, 7 verification could not run.`,
 	fl.StringVar(&f.shmSize, "shm-size", "", "container runtimes: /dev/shm size, e.g. 2Gi or 1g (default: the lock's min_shm_bytes, at least 1Gi)")
 	fl.IntVar(&f.gpuCount, "gpu-count", 0, "containerd/podman/docker: GPUs given to each container (default 0: all, nvidia.com/gpu=all)")
 	fl.StringVar(&f.containerd, "containerd-address", "", "containerd: socket (default $CONTAINERD_ADDRESS, else "+verify.DefaultContainerdAddress+")")
-	fl.StringVar(&f.ctrNamespace, "containerd-namespace", "imagectl", "containerd: namespace for the image and the probe containers")
+	fl.StringVar(&f.ctrNamespace, "containerd-namespace", "", "containerd: namespace for the image and the probe containers (default $CONTAINERD_NAMESPACE, else imagectl)")
 	fl.StringVar(&f.snapshotter, "snapshotter", "overlayfs", "containerd: snapshotter that unpacks the image")
 	fl.StringArrayVar(&f.cdiDirs, "cdi-spec-dir", nil, "containerd: folder of CDI specs (repeatable; default /etc/cdi and /var/run/cdi)")
 	fl.StringArrayVar(&f.podArgs, "podman-arg", nil, "podman/docker: extra argument for `run` (repeatable)")

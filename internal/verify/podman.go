@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"imagectl/internal/auth"
+	"imagectl/internal/logs"
 )
 
 // probeMount is where the probe scripts are mounted inside the container.
@@ -108,9 +109,32 @@ func (r *Podman) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("container runtime: %w", err)}
 	}
-	cmd := exec.CommandContext(ctx, bin, r.Args(dir, p)...)
+	// A named container: killing the CLI leaves the container running
+	// (podman's conmon, dockerd), so a cancelled probe removes it by name.
+	id := "imagectl-verify-" + p.Name + "-" + randomHex(4)
+	args := r.Args(dir, p)
+	args = append([]string{args[0], "--name", id}, args[1:]...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = registryAuthEnv(os.Environ())
-	return runCommand(ctx, p.Name, cmd)
+	out, err := runCommand(ctx, p.Name, cmd)
+	if ctx.Err() != nil {
+		r.remove(ctx, bin, id)
+	}
+	return out, err
+}
+
+// remove force-removes the container id (killed at once, not stopped with
+// a grace period), within cleanupTimeout of a context of its own.
+func (r *Podman) remove(ctx context.Context, bin, id string) {
+	cctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	args := []string{"rm", "--force", id}
+	if r.Name() == "podman" {
+		args = []string{"rm", "--force", "--time", "0", "--ignore", id}
+	}
+	if out, err := exec.CommandContext(cctx, bin, args...).CombinedOutput(); err != nil && !strings.Contains(string(out), "No such container") {
+		logs.From(ctx).Warn("removing probe container", "id", id, "err", err, "output", strings.TrimSpace(string(out)))
+	}
 }
 
 // registryAuthEnv points podman at the Docker config every other stage

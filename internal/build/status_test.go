@@ -13,10 +13,11 @@ import (
 )
 
 // reportingClient sends n statuses on the solve's channel, then closes it
-// and answers with digest, or with ctx's error once ctx ends (block).
+// and answers with digest; with cancel, it cancels the solve after the
+// statuses and answers with ctx's error once ctx ends.
 type reportingClient struct {
 	n      int
-	block  bool
+	cancel context.CancelFunc
 	digest string
 }
 
@@ -27,7 +28,8 @@ func (r *reportingClient) Build(ctx context.Context, _ client.SolveOpt, _ string
 			ch <- &client.SolveStatus{Vertexes: []*client.Vertex{{Name: "step"}}}
 		}
 	}
-	if r.block {
+	if r.cancel != nil {
+		r.cancel()
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
@@ -48,7 +50,7 @@ func TestSolveClosesStatusOnce(t *testing.T) {
 	noStaging := localLock(reg)
 	noStaging.Repos.Staging = ""
 	cancelled, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
+	defer cancel()
 	for _, tc := range []struct {
 		name     string
 		ctx      context.Context
@@ -62,7 +64,7 @@ func TestSolveClosesStatusOnce(t *testing.T) {
 		{name: "nothing to push to", c: &reportingClient{n: 3}, opts: []Option{WithPush(true)}, wantErr: true},
 		{name: "registry down", c: &reportingClient{n: 3}, opts: []Option{WithPush(true), WithDialTimeout(time.Second)}, wantErr: true},
 		{name: "solve fails", c: &fakeClient{err: errors.New("boom")}, wantErr: true},
-		{name: "solve cancelled", ctx: cancelled, c: &reportingClient{n: 2, block: true}, statuses: 2, wantErr: true},
+		{name: "solve cancelled", ctx: cancelled, c: &reportingClient{n: 2, cancel: cancel}, statuses: 2, wantErr: true},
 		{name: "solved", c: &reportingClient{n: 5, digest: "sha256:" + sum("img")}, statuses: 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,6 +36,7 @@ func BenchmarkPromote(b *testing.B) {
 		d := f.pushBig((mb<<20)/layers, layers)
 		f.sign(d, f.signer)
 		f.attestLock(d, f.lock, f.signer)
+		f.attestBuild(d, f.signer)
 		f.attestVerification(d, f.passing(d), f.ver)
 		if path == "" {
 			path = f.releaseFile(nil)

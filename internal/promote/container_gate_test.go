@@ -20,6 +20,7 @@ func TestRequireContainerRuntime(t *testing.T) {
 	ctr := f.push(2)
 	f.sign(ctr, f.signer)
 	f.attestLock(ctr, f.lock, f.signer)
+	f.attestBuild(ctr, f.signer)
 	r := f.passing(ctr)
 	r.Runtime, r.Proof = verify.RuntimeContainerd, verify.ProofRuntime
 	f.attestVerification(ctr, r, f.ver)

@@ -160,6 +160,8 @@ func TestKilledRealRegistry(t *testing.T) {
 	f.sign(b, f.signer)
 	f.attestLock(a, f.lock, f.signer)
 	f.attestLock(b, f.lock, f.signer)
+	f.attestBuild(a, f.signer)
+	f.attestBuild(b, f.signer)
 	f.attestVerification(a, f.passing(a), f.ver)
 	f.attestVerification(b, f.passing(b), f.ver)
 	write := func(n int) string {

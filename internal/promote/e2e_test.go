@@ -149,6 +149,7 @@ func TestPromoteRealRegistry(t *testing.T) {
 	d := f.pushBig(1<<20, 3)
 	f.sign(d, f.signer)
 	f.attestLock(d, f.lock, f.signer)
+	f.attestBuild(d, f.signer)
 	f.attestVerification(d, f.passing(d), f.ver)
 	path := f.releaseFile(map[string]string{"2.6-cu124": d.DigestStr()}, rel(d.String(), "2026-12", "2.6-cu124-2026.12"))
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,12 +171,28 @@ func (f *fixture) passing(d name.Digest) verify.Result {
 	}
 }
 
+// attestBuild writes the build attestations other than the lock (the
+// SBOMs, the provenance: every SigningKey one of sign.ReleaseAttestations)
+// with small stand-in predicates, except the types in skip.
+func (f *fixture) attestBuild(d name.Digest, k keys, skip ...string) {
+	f.t.Helper()
+	for _, a := range sign.Required(sign.SigningKey, false) {
+		if a.PredicateType == sign.LockPredicateType || slices.Contains(skip, a.PredicateType) {
+			continue
+		}
+		if err := sign.Attest(f.ctx, d, a.PredicateType, []byte(`{"fixture":"`+a.Name+`"}`), k.opt()); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
 // good pushes an image that passes every gate.
 func (f *fixture) good() name.Digest {
 	f.t.Helper()
 	d := f.push(2)
 	f.sign(d, f.signer)
 	f.attestLock(d, f.lock, f.signer)
+	f.attestBuild(d, f.signer)
 	f.attestVerification(d, f.passing(d), f.ver)
 	return d
 }

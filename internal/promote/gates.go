@@ -31,13 +31,19 @@ const (
 	// digest by a trusted signing key.
 	GateSignature Gate = "signature"
 	// GateVerification: the digest carries a verification attestation for
-	// exactly this digest, passing, against the lock in git, signed by a
+	// exactly this digest, passing, against the release's lock, signed by a
 	// trusted verifier key (with WithRequireContainerRuntime: by a
 	// container runtime that started the digest).
 	GateVerification Gate = "verification"
 	// GateLock: the digest carries a lock attestation by a trusted signing
-	// key whose lock equals the lock in git.
+	// key whose lock is the release's own: the lock in git for a release
+	// built from it, else the lock its lock_digest records.
 	GateLock Gate = "lock"
+	// GateAttestations: the digest (and, of an image index, every
+	// platform's image) carries every attestation of
+	// sign.ReleaseAttestations by a trusted key: its SBOMs, its
+	// provenance, and whatever else a release writes.
+	GateAttestations Gate = "attestations"
 	// GateImmutableTag: a release tag already points at another digest in
 	// the release repository; release tags never move.
 	GateImmutableTag Gate = "immutable-tag"
@@ -109,15 +115,36 @@ type PlatformVerification struct {
 	Status string `json:"status"`
 }
 
-// checkGates runs the signature, verification and lock gates for one
-// source digest and returns every refusal, not just the first. With a nil
-// l (pin: no git at hand) the lock gate accepts any valid lock attestation
-// by a trusted key, and the verification must name that lock.
+// wantLock is the lock a release is gated against: its own.
+type wantLock struct {
+	// l is the lock in git: the attested lock must equal it.
+	l *lock.Lock
+	// digest, when l is nil, is the release's recorded lock digest: the
+	// attested lock must be that lock. With neither (pin), any valid lock
+	// attestation by a trusted key is the lock.
+	digest string
+	// what names the lock in messages.
+	what string
+}
+
+// releaseLock is the lock release r is gated against: the lock in git
+// (l, read from lockPath) when r was built from it or records no lock
+// digest, else the lock r records (LockDigest), so that an old month is
+// gated against its own lock and never blocks a newer one.
+func releaseLock(r Release, l *lock.Lock, lockPath string) wantLock {
+	if r.LockDigest == "" || r.LockDigest == l.Digest {
+		return wantLock{l: l, what: lockPath}
+	}
+	return wantLock{digest: r.LockDigest, what: "the release's lock_digest " + r.LockDigest}
+}
+
+// checkGates runs the signature, attestation, lock and verification gates
+// for one source digest and returns every refusal, not just the first.
 //
 // A registry that cannot be reached is an error (exit 69), not a refusal:
 // a gate refuses only on what the registry answered.
-func (o *options) checkGates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string) ([]Refusal, error) {
-	_, refusals, err := o.gates(ctx, src, l, lockPath, nil)
+func (o *options) checkGates(ctx context.Context, src name.Digest, want wantLock) ([]Refusal, error) {
+	_, refusals, err := o.gates(ctx, src, want, nil)
 	return refusals, err
 }
 
@@ -152,75 +179,122 @@ func unavailable(src name.Digest, err error) error {
 	return exitcode.Wrap(exitcode.Unavailable, fmt.Errorf("checking the gates of %s: registry unreachable: %w", src, err))
 }
 
+// gateError is err from checking src's gates: a refused login (77), an
+// unreachable registry (69), or another failure; never a refusal.
+func (o *options) gateError(src name.Digest, err error) error {
+	if ae := o.denied(err); ae != nil {
+		return ae
+	}
+	if unreachable(err) {
+		return unavailable(src, err)
+	}
+	return fmt.Errorf("checking the gates of %s: %w", src, err)
+}
+
+// inspect is what each trusted key and each verifier key signed on ref,
+// each piece verified, from one read of its .sig and .att tags.
+func (o *options) inspect(ctx context.Context, ref name.Digest, sopts []sign.Option) (trusted, verifiers []*sign.Found, err error) {
+	keys := append(append([]string(nil), o.trustedKeys...), o.verifierKeys...)
+	if len(keys) == 0 {
+		return nil, nil, nil
+	}
+	fs, err := sign.InspectKeys(ctx, ref, keys, sopts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fs[:len(o.trustedKeys)], fs[len(o.trustedKeys):], nil
+}
+
+// signatureRefusal refuses what is not signed by any key of found.
+func signatureRefusal(src name.Digest, what string, found []*sign.Found) *Refusal {
+	var why []string
+	for _, f := range found {
+		if f.Signed() {
+			return nil
+		}
+		why = append(why, f.SignatureErr.Error())
+	}
+	if len(found) == 0 {
+		why = append(why, "no trusted key configured")
+	}
+	return &Refusal{Source: src.String(), Gate: GateSignature, Reason: fmt.Sprintf("no signature for %s by a trusted key (%s)", what, strings.Join(why, "; "))}
+}
+
+// attestationRefusals refuses, one refusal each, the attestations of req
+// that no key of found carries for what (the lock attestation only when it
+// holds exactly lockPred).
+func attestationRefusals(src name.Digest, what, by string, found []*sign.Found, req []sign.Attestation, lockPred []byte) []Refusal {
+	var out []Refusal
+	for _, a := range req {
+		has := false
+		for _, f := range found {
+			has = has || f.Has(a, lockPred)
+		}
+		if !has {
+			out = append(out, Refusal{Source: src.String(), Gate: GateAttestations,
+				Reason: fmt.Sprintf("no %s attestation (%s) for %s by a trusted %s key", a.Name, a.PredicateType, what, by)})
+		}
+	}
+	return out
+}
+
+// without is req less the attestation of predicate type typ.
+func without(req []sign.Attestation, typ string) []sign.Attestation {
+	var out []sign.Attestation
+	for _, a := range req {
+		if a.PredicateType != typ {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // gates is checkGates, also returning the attested lock; for an image
 // index it appends what the verification gate found for each platform to
-// platforms when that is not nil.
-func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lockPath string, platforms *[]PlatformVerification) (*lock.Lock, []Refusal, error) {
+// platforms when that is not nil. Every attestation of
+// sign.ReleaseAttestations is required: on a single-platform image, all of
+// them; on an image index, its own (sign.Required(..., true)) and all of
+// them on every platform's image (the verification only on the platforms
+// not skipped).
+func (o *options) gates(ctx context.Context, src name.Digest, want wantLock, platforms *[]PlatformVerification) (*lock.Lock, []Refusal, error) {
 	refuse := func(g Gate, format string, args ...any) Refusal {
 		return Refusal{Source: src.String(), Gate: g, Reason: fmt.Sprintf(format, args...)}
 	}
 	var out []Refusal
 	sopts := []sign.Option{sign.WithAccess(o.access), sign.WithRemoteOptions(o.remote...)}
-
-	// Signature by a trusted key.
-	var sigErrs []string
-	signed := false
-	for _, k := range o.trustedKeys {
-		err := sign.VerifySignature(ctx, src, k, sopts...)
-		if err == nil {
-			signed = true
-			break
-		}
-		if ae := o.denied(err); ae != nil {
-			return nil, nil, ae
-		}
-		if unreachable(err) {
-			return nil, nil, unavailable(src, err)
-		}
-		sigErrs = append(sigErrs, err.Error())
+	found, verifiers, err := o.inspect(ctx, src, sopts)
+	if err != nil {
+		return nil, nil, o.gateError(src, err)
 	}
-	if len(o.trustedKeys) == 0 {
-		sigErrs = append(sigErrs, "no trusted key configured")
-	}
-	if !signed {
-		out = append(out, refuse(GateSignature, "no signature for this digest by a trusted key (%s)", strings.Join(sigErrs, "; ")))
+	if r := signatureRefusal(src, "this digest", found); r != nil {
+		out = append(out, *r)
 	}
 
-	// Lock attestation equal to the lock in git (or, for pin, any valid one).
-	var want []byte
-	if l != nil {
-		var err error
-		if want, err = sign.LockPredicate(l); err != nil {
+	// The lock attestation: the release's own lock (or, for pin, any valid one).
+	var wantPred []byte
+	if want.l != nil {
+		if wantPred, err = sign.LockPredicate(want.l); err != nil {
 			out = append(out, refuse(GateLock, "the lock in git cannot be encoded: %v", err))
 			return nil, out, nil
 		}
 	}
 	var lerr []string
 	var attested *lock.Lock
-	for _, k := range o.trustedKeys {
-		preds, err := sign.VerifyAttestations(ctx, src, sign.LockPredicateType, k, sopts...)
-		if ae := o.denied(err); ae != nil {
-			return nil, nil, ae
-		}
-		if unreachable(err) {
-			return nil, nil, unavailable(src, err)
-		}
-		if err != nil {
-			lerr = append(lerr, err.Error())
-			continue
-		}
-		for _, p := range preds {
+	for _, f := range found {
+		for _, p := range f.Predicates[sign.LockPredicateType] {
 			got, err := lock.Parse("lock attestation", p)
 			if err != nil {
 				lerr = append(lerr, err.Error())
 				continue
 			}
-			if l != nil {
-				gb, err := sign.LockPredicate(got)
-				if err != nil || !bytes.Equal(gb, want) {
-					lerr = append(lerr, fmt.Sprintf("the attested lock (%s) differs from %s (%s)", got.Digest, lockPath, l.Digest))
+			if want.l != nil {
+				if gb, err := sign.LockPredicate(got); err != nil || !bytes.Equal(gb, wantPred) {
+					lerr = append(lerr, fmt.Sprintf("the attested lock (%s) differs from %s (%s)", got.Digest, want.what, want.l.Digest))
 					continue
 				}
+			} else if want.digest != "" && got.Digest != want.digest {
+				lerr = append(lerr, fmt.Sprintf("the attested lock is %s, not %s", got.Digest, want.what))
+				continue
 			}
 			attested = got
 			break
@@ -233,107 +307,102 @@ func (o *options) gates(ctx context.Context, src name.Digest, l *lock.Lock, lock
 		lerr = append(lerr, "no trusted key configured")
 	}
 	if attested == nil {
-		what := "equal to the lock in git"
-		if l == nil {
+		what := "equal to " + want.what
+		if want.l == nil && want.digest == "" {
 			what = "holding a valid lock"
+		}
+		if len(lerr) == 0 {
+			lerr = append(lerr, "none found")
 		}
 		out = append(out, refuse(GateLock, "no lock attestation by a trusted key %s (%s)", what, strings.Join(lerr, "; ")))
 	}
-	wantLock := ""
-	switch {
-	case l != nil:
-		wantLock = l.Digest
-	case attested != nil:
-		wantLock = attested.Digest
-	}
-
-	// Verification attestation by a trusted verifier key, for exactly this
-	// digest, passing, against the lock; for an image index, of every
-	// platform's image (WithSkipPlatforms names those that may go without).
-	lk := l
+	lk := want.l
 	if lk == nil {
 		lk = attested
 	}
-	if lk != nil && len(lk.Platforms) > 0 {
-		children, err := sign.Children(ctx, src, lk, sopts...)
-		if ae := o.denied(err); ae != nil {
-			return nil, nil, ae
-		}
-		if unreachable(err) {
-			return nil, nil, unavailable(src, err)
-		}
-		if err != nil {
-			out = append(out, refuse(GateVerification, "the image index does not hold the lock's platforms: %v", err))
-			return attested, out, nil
-		}
-		var missing, skipped, verified []string
-		for _, c := range children {
-			ok, verr, err := o.verified(ctx, c.Ref, wantLock, sopts)
-			if err != nil {
-				return nil, nil, err
-			}
-			pv := PlatformVerification{Platform: c.Platform, Digest: c.Ref.DigestStr()}
-			switch {
-			case ok:
-				verified = append(verified, c.Platform)
-				pv.Status = PlatformVerified
-			case slices.Contains(o.skipPlatforms, c.Platform):
-				skipped = append(skipped, c.Platform)
-				pv.Status = PlatformSkipped
-			default:
-				missing = append(missing, fmt.Sprintf("%s %s: %s", c.Platform, c.Ref.DigestStr(), strings.Join(verr, "; ")))
-				pv.Status = PlatformUnverified
-			}
-			if platforms != nil {
-				*platforms = append(*platforms, pv)
-			}
-		}
-		if len(missing) > 0 {
-			out = append(out, refuse(GateVerification, "platforms of the image index without a passing verification of their own image: %s; verify each on a GPU host of that platform, or name the ones this release may skip (--skip-platform)", strings.Join(missing, "; ")))
-		} else if len(verified) == 0 {
-			out = append(out, refuse(GateVerification, "no platform of the image index is verified (skipped: %s); at least one must be", strings.Join(skipped, ", ")))
-		}
-		return attested, out, nil
+	wantLockDigest := want.digest
+	if lk != nil {
+		wantLockDigest = lk.Digest
 	}
-	passed, verr, err := o.verified(ctx, src, wantLock, sopts)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !passed {
-		if len(o.verifierKeys) == 0 {
-			verr = append(verr, "no trusted verifier key configured")
-		}
-		out = append(out, refuse(GateVerification, "no passing verification of this digest by a trusted verifier key (%s)", strings.Join(verr, "; ")))
+	index := lk != nil && len(lk.Platforms) > 0
+	out = append(out, attestationRefusals(src, "this digest", "signing", found, without(sign.Required(sign.SigningKey, index), sign.LockPredicateType), nil)...)
+	if !index {
+		return attested, append(out, o.verified(src, "this digest", wantLockDigest, verifiers)...), nil
 	}
 
+	// An image index: every platform's image signed and attested, and
+	// verified (WithSkipPlatforms names those that may go without).
+	lockPred, err := sign.LockPredicate(lk)
+	if err != nil {
+		return nil, append(out, refuse(GateLock, "the lock cannot be encoded: %v", err)), nil
+	}
+	children, err := sign.Children(ctx, src, lk, sopts...)
+	if ae := o.denied(err); ae != nil {
+		return nil, nil, ae
+	}
+	if unreachable(err) {
+		return nil, nil, unavailable(src, err)
+	}
+	if err != nil {
+		out = append(out, refuse(GateVerification, "the image index does not hold the lock's platforms: %v", err))
+		return attested, out, nil
+	}
+	var missing, skipped, verified []string
+	for _, c := range children {
+		what := c.Platform + " image " + c.Ref.DigestStr()
+		cf, cv, err := o.inspect(ctx, c.Ref, sopts)
+		if err != nil {
+			return nil, nil, o.gateError(src, err)
+		}
+		if r := signatureRefusal(src, "the "+what, cf); r != nil {
+			out = append(out, *r)
+		}
+		out = append(out, attestationRefusals(src, "the "+what, "signing", cf, sign.Required(sign.SigningKey, false), lockPred)...)
+		rr := o.verified(c.Ref, "the "+what, wantLockDigest, cv)
+		pv := PlatformVerification{Platform: c.Platform, Digest: c.Ref.DigestStr()}
+		switch {
+		case len(rr) == 0:
+			verified = append(verified, c.Platform)
+			pv.Status = PlatformVerified
+		case slices.Contains(o.skipPlatforms, c.Platform):
+			skipped = append(skipped, c.Platform)
+			pv.Status = PlatformSkipped
+		default:
+			var why []string
+			for _, r := range rr {
+				why = append(why, r.Reason)
+			}
+			missing = append(missing, fmt.Sprintf("%s %s: %s", c.Platform, c.Ref.DigestStr(), strings.Join(why, "; ")))
+			pv.Status = PlatformUnverified
+		}
+		if platforms != nil {
+			*platforms = append(*platforms, pv)
+		}
+	}
+	if len(missing) > 0 {
+		out = append(out, refuse(GateVerification, "platforms of the image index without a passing verification of their own image: %s; verify each on a GPU host of that platform, or name the ones this release may skip (--skip-platform)", strings.Join(missing, "; ")))
+	} else if len(verified) == 0 {
+		out = append(out, refuse(GateVerification, "no platform of the image index is verified (skipped: %s); at least one must be", strings.Join(skipped, ", ")))
+	}
 	return attested, out, nil
 }
 
-// verified reports whether src has a passing verification of exactly
-// src by a trusted verifier key against the lock wantLock, with the
-// reasons of the results that did not count.
-func (o *options) verified(ctx context.Context, src name.Digest, wantLock string, sopts []sign.Option) (bool, []string, error) {
+// verified refuses ref (what names it) unless found, what the verifier
+// keys signed on it, has a passing verification of exactly ref against the
+// lock wantLock, and every other attestation the verifier key writes
+// (sign.Required(sign.VerifierKey, false)). No refusal means verified.
+func (o *options) verified(ref name.Digest, what, wantLock string, found []*sign.Found) []Refusal {
 	var verr []string
-	for _, k := range o.verifierKeys {
-		preds, err := sign.VerifyAttestations(ctx, src, verify.PredicateType, k, sopts...)
-		if ae := o.denied(err); ae != nil {
-			return false, nil, ae
-		}
-		if unreachable(err) {
-			return false, nil, unavailable(src, err)
-		}
-		if err != nil {
-			verr = append(verr, err.Error())
-			continue
-		}
-		for _, p := range preds {
+	passed := false
+	for _, f := range found {
+		for _, p := range f.Predicates[sign.VerificationPredicateType] {
 			var r verify.Result
 			if err := json.Unmarshal(p, &r); err != nil {
 				verr = append(verr, fmt.Sprintf("verification predicate is not a result: %v", err))
 				continue
 			}
 			switch {
-			case r.Digest != src.DigestStr():
+			case r.Digest != ref.DigestStr():
 				verr = append(verr, fmt.Sprintf("the verification result is for %s, not this digest", r.Digest))
 			case !r.Passed:
 				verr = append(verr, fmt.Sprintf("verification failed (%s)", failedChecks(r)))
@@ -344,13 +413,23 @@ func (o *options) verified(ctx context.Context, src name.Digest, wantLock string
 			case o.requireContainer && (!verify.IsContainerRuntime(r.Runtime) || r.Proof == ""):
 				verr = append(verr, fmt.Sprintf("verified by the %s runtime (proof %q); the gate requires a container runtime that started this digest", r.Runtime, r.Proof))
 			default:
-				return true, nil, nil
+				passed = true
 			}
 		}
 	}
-	return false, verr, nil
+	var out []Refusal
+	if !passed {
+		if len(o.verifierKeys) == 0 {
+			verr = append(verr, "no trusted verifier key configured")
+		}
+		if len(verr) == 0 {
+			verr = append(verr, "none found")
+		}
+		out = append(out, Refusal{Source: ref.String(), Gate: GateVerification,
+			Reason: fmt.Sprintf("no passing verification of %s by a trusted verifier key (%s)", what, strings.Join(verr, "; "))})
+	}
+	return append(out, attestationRefusals(ref, what, "verifier", found, without(sign.Required(sign.VerifierKey, false), sign.VerificationPredicateType), nil)...)
 }
-
 func failedChecks(r verify.Result) string {
 	var names []string
 	for _, c := range r.Checks {

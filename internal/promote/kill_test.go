@@ -88,7 +88,9 @@ func (k *killable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	die := k.killAt > 0 && k.requests == k.killAt
 	if die {
 		k.killed = true
-		go k.srv.Close()
+		// Closed before this request is answered: a client's retry must
+		// find the registry gone, not still listening.
+		k.srv.Close()
 	}
 	k.mu.Unlock()
 	if die {

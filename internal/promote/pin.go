@@ -67,7 +67,7 @@ func Pin(ctx context.Context, tag name.Tag, opts ...Option) (*Pinned, error) {
 	}
 	d := tag.Context().Digest(desc.Digest.String())
 	var platforms []PlatformVerification
-	l, refusals, err := o.gates(ctx, d, nil, "", &platforms)
+	l, refusals, err := o.gates(ctx, d, wantLock{}, &platforms)
 	if err != nil {
 		return nil, err
 	}

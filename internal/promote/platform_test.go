@@ -16,6 +16,7 @@ import (
 
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
+	"imagectl/internal/sign"
 )
 
 // A two-platform release: the index is signed and carries the lock; only
@@ -46,6 +47,12 @@ func TestPromoteMultiPlatformIndex(t *testing.T) {
 	}
 	f.sign(src, f.signer)
 	f.attestLock(src, f.lock, f.signer)
+	f.attestBuild(src, f.signer, sign.SPDXPredicateType, sign.CycloneDXPredicateType) // an index has no SBOMs of its own
+	for _, c := range children {
+		f.sign(c, f.signer)
+		f.attestLock(c, f.lock, f.signer)
+		f.attestBuild(c, f.signer)
+	}
 	amd := children["linux/amd64"]
 	f.attestVerification(amd, f.passing(amd), f.ver)
 	path := f.releaseFile(nil, promote.Release{Source: src.String(), Month: "2026-12", Tags: []string{"2.6-2026.12"}})

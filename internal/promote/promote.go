@@ -80,6 +80,29 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 	if lockPath == "" {
 		lockPath = filepath.Join(filepath.Dir(releaseFile), lock.FileName)
 	}
+	return o.run(ctx, f, lockPath)
+}
+
+// Reconcile is Run on a release file held in memory, such as the file in
+// git plus a release not recorded yet (File.Add): the caller writes the
+// file only once Reconcile succeeded, so a refused or failed promotion
+// leaves the file in git as it was. The lock in git is WithLockFile's,
+// which Reconcile requires.
+func Reconcile(ctx context.Context, f *File, opts ...Option) (*Result, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if o.lockPath == "" {
+		return nil, errors.New("promote.Reconcile: no lock file (WithLockFile)")
+	}
+	if err := f.validate(); err != nil {
+		return nil, fmt.Errorf("release file of %s: %w", f.Image, err)
+	}
+	return o.run(ctx, f, o.lockPath)
+}
+
+func (o *options) run(ctx context.Context, f *File, lockPath string) (*Result, error) {
 	l, err := lock.Read(lockPath)
 	if err != nil {
 		return nil, err
@@ -94,6 +117,7 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 	var refusals []Refusal
 	var copies, tags []Action
 	byDigest := map[string]name.Digest{}
+	byRelease := map[string]Release{}
 	childOf := map[string]name.Digest{}
 	for _, r := range f.Releases {
 		src, err := r.Digest()
@@ -102,6 +126,7 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 			continue
 		}
 		byDigest[src.DigestStr()] = src
+		byRelease[src.DigestStr()] = r
 		children, err := indexChildren(src, o.remoteOptions(ctx))
 		if err != nil {
 			return nil, o.classify(fmt.Errorf("reading %s: %w", src, err))
@@ -119,7 +144,7 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 			continue
 		}
 		log.Debug("checking gates", "source", src.String())
-		rr, err = o.checkGates(ctx, src, l, lockPath)
+		rr, err = o.checkGates(ctx, src, releaseLock(r, l, lockPath))
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +177,7 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 			return nil, err
 		}
 		if len(rt) > 0 && !gated[src.DigestStr()] {
-			rr, err := o.checkGates(ctx, src, l, lockPath)
+			rr, err := o.checkGates(ctx, src, releaseLock(byRelease[src.DigestStr()], l, lockPath))
 			if err != nil {
 				return nil, err
 			}

@@ -370,6 +370,7 @@ func TestPromoteIndex(t *testing.T) {
 	}
 	f.sign(d, f.signer)
 	f.attestLock(d, f.lock, f.signer)
+	f.attestBuild(d, f.signer)
 	f.attestVerification(d, f.passing(d), f.ver)
 	path := f.releaseFile(nil, rel(d.String(), "2026-12", "multi-2026.12"))
 	res, err := promote.Run(ctx, path, f.opts(promote.WithConfirm(true))...)

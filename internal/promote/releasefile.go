@@ -201,13 +201,9 @@ func WriteFile(path string, f *File) error {
 
 // Record adds a release to the release file at path, creating the file
 // (with image and repository) when it does not exist, and points the given
-// moving tags at it. Recording the same release again changes nothing; a
-// release tag already used by another digest is an error.
+// moving tags at it (File.Add). Recording the same release again changes
+// nothing; a release tag already used by another digest is an error.
 func Record(path, image, repository string, rel Release, moving ...string) error {
-	d, err := rel.Digest()
-	if err != nil {
-		return fmt.Errorf("recording release: source must be a digest reference: %w", err)
-	}
 	f, err := ReadFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -217,9 +213,26 @@ func Record(path, image, repository string, rel Release, moving ...string) error
 	case f.Image != image || f.Repository != repository:
 		return fmt.Errorf("recording release: %s is for %s in %s, not %s in %s", path, f.Image, f.Repository, image, repository)
 	}
+	if err := f.Add(rel, moving...); err != nil {
+		return err
+	}
+	return WriteFile(path, f)
+}
+
+// Add adds rel to f, or, when f already has rel's digest, adds rel's tags
+// to that release; and points the given moving tags at it. It changes f
+// only when the result is a valid release file (a release tag already used
+// by another digest is an error).
+func (f *File) Add(rel Release, moving ...string) error {
+	d, err := rel.Digest()
+	if err != nil {
+		return fmt.Errorf("recording release: source must be a digest reference: %w", err)
+	}
+	n := f.clone()
+	rel.Tags = append([]string(nil), rel.Tags...)
 	sort.Strings(rel.Tags)
 	found := false
-	for i, r := range f.Releases {
+	for i, r := range n.Releases {
 		rd, err := r.Digest()
 		if err != nil || rd.DigestStr() != d.DigestStr() {
 			continue
@@ -227,21 +240,46 @@ func Record(path, image, repository string, rel Release, moving ...string) error
 		found = true
 		for _, t := range rel.Tags {
 			if !contains(r.Tags, t) {
-				f.Releases[i].Tags = append(f.Releases[i].Tags, t)
+				n.Releases[i].Tags = append(n.Releases[i].Tags, t)
 			}
 		}
-		sort.Strings(f.Releases[i].Tags)
+		sort.Strings(n.Releases[i].Tags)
 	}
 	if !found {
-		f.Releases = append(f.Releases, rel)
+		n.Releases = append(n.Releases, rel)
 	}
 	for _, t := range moving {
-		if f.Moving == nil {
-			f.Moving = map[string]string{}
+		if n.Moving == nil {
+			n.Moving = map[string]string{}
 		}
-		f.Moving[t] = d.DigestStr()
+		n.Moving[t] = d.DigestStr()
 	}
-	return WriteFile(path, f)
+	if n.SchemaVersion == 0 {
+		n.SchemaVersion = SchemaVersion
+	}
+	if err := n.validate(); err != nil {
+		return fmt.Errorf("recording release %s: %w", rel.Source, err)
+	}
+	*f = *n
+	return nil
+}
+
+// clone is a deep copy of f.
+func (f *File) clone() *File {
+	n := *f
+	n.Releases = make([]Release, len(f.Releases))
+	for i, r := range f.Releases {
+		r.Tags = append([]string(nil), r.Tags...)
+		n.Releases[i] = r
+	}
+	n.Moving = nil
+	for k, v := range f.Moving {
+		if n.Moving == nil {
+			n.Moving = map[string]string{}
+		}
+		n.Moving[k] = v
+	}
+	return &n
 }
 
 func contains(list []string, s string) bool {

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -24,6 +22,7 @@ import (
 	"imagectl/internal/build"
 	"imagectl/internal/compat"
 	"imagectl/internal/lock"
+	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
 	"imagectl/internal/promote"
 	"imagectl/internal/sign"
@@ -92,7 +91,6 @@ type Config struct {
 // promote packages.
 type Real struct {
 	cfg Config
-	mu  sync.Mutex // serializes release-file updates
 }
 
 // NewReal returns the real stages.
@@ -327,37 +325,48 @@ func previousRelease(f *promote.File, d name.Digest) *promote.Release {
 	return nil
 }
 
-// Signed implements Stages: d verifies against the public key and carries a
-// lock attestation.
-func (r *Real) Signed(ctx context.Context, d name.Digest) (bool, error) {
-	opts := r.signOpts(r.cfg.SignOptions)
-	if err := sign.VerifySignature(ctx, d, r.cfg.PublicKey, opts...); err != nil {
-		return false, nil
+// Signed implements Stages: d (of an image index, also each platform's
+// image) carries a signature and every build attestation of
+// sign.ReleaseAttestations by the signing key, each verified, the lock
+// attestation holding exactly l. A registry that does not answer is an
+// error, never "not signed": signing again would not help.
+func (r *Real) Signed(ctx context.Context, l *lock.Lock, d name.Digest) (bool, error) {
+	missing, err := sign.Missing(ctx, d, l, r.cfg.PublicKey, r.signOpts(r.cfg.SignOptions)...)
+	if err != nil {
+		return false, fmt.Errorf("checking what %s already carries: %w", d, err)
 	}
-	if _, err := sign.VerifyAttestations(ctx, d, sign.LockPredicateType, r.cfg.PublicKey, opts...); err != nil {
-		return false, nil
+	if len(missing) > 0 {
+		logs.From(ctx).Debug("signing", "image", d.String(), "missing", strings.Join(missing, ", "))
 	}
-	return true, nil
+	return len(missing) == 0, nil
 }
 
-// Sign implements Stages.
+// Sign implements Stages: SignAndAttest writes only what d lacks.
 func (r *Real) Sign(ctx context.Context, l *lock.Lock, d name.Digest) error {
 	return sign.SignAndAttest(ctx, d, l, r.cfg.Builder, r.signOpts(r.cfg.SignOptions)...)
 }
 
 // Verified implements Stages: a passing result for exactly d (of an image
 // index, for the image of this host's platform inside it) and l, signed by
-// the verifier key.
+// the verifier key, with every other attestation the verifier key writes
+// (sign.Required(sign.VerifierKey, false)). Only "none there" means not
+// verified; a registry that does not answer is an error.
 func (r *Real) Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error) {
 	img, _, _, err := r.target(ctx, l, d)
 	if err != nil {
 		return nil, err
 	}
-	preds, err := sign.VerifyAttestations(ctx, img, verify.PredicateType, r.cfg.VerifierPublicKey, r.signOpts(r.cfg.VerifierSignOptions)...)
+	preds, err := sign.Attestations(ctx, img, r.cfg.VerifierPublicKey, r.signOpts(r.cfg.VerifierSignOptions)...)
 	if err != nil {
-		return nil, nil // none yet, or none we trust: verify again
+		// Not "not verified": verifying again would run minutes of GPU
+		// work for an answer the registry only failed to give.
+		return nil, fmt.Errorf("checking for a verification of %s: %w", img, err)
 	}
-	for _, p := range preds {
+	found := sign.Found{Ref: img, Predicates: preds}
+	if len(found.Lacks(sign.Required(sign.VerifierKey, false), nil)) > 0 {
+		return nil, nil
+	}
+	for _, p := range preds[sign.VerificationPredicateType] {
 		var res verify.Result
 		if json.Unmarshal(p, &res) != nil {
 			continue
@@ -416,11 +425,16 @@ func (r *Real) target(ctx context.Context, l *lock.Lock, d name.Digest) (name.Di
 	return t.Image, t.Lock, []verify.Option{verify.WithTarget(t)}, nil
 }
 
-// Promote implements Stages: record d in the release file, reconcile the
-// release repository to it, and write the month's changelog.
+// Promote implements Stages: reconcile the release repository to the
+// release file plus d's release, write the file (atomically, only once the
+// registry holds the release: tags moved last), and write the month's
+// changelog. It holds no lock across registry calls: each image has a
+// release file of its own.
+//
+// A release file whose repository is not the lock's repos.release moves to
+// the new repository: every release is copied there, each gated against
+// its own recorded lock.
 func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promoted, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	relPath := r.releasePath(l.Name)
 	f, err := r.releases(l.Name)
 	if err != nil {
@@ -429,18 +443,11 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	prev := previousRelease(f, d)
 	tag := releaseTag(f, l.Name, r.cfg.Month, d)
 	rel := promote.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
-	// The new release goes into a pending copy of the release file, which
-	// replaces the real one only once the registry has been reconciled to
-	// it: a refused or failed promotion leaves the file in git as it was.
-	pending := filepath.Join(filepath.Dir(relPath), ".pending-"+promote.FileName)
-	if err := copyFile(relPath, pending); err != nil {
+	next, err := r.withRelease(f, l, rel)
+	if err != nil {
 		return Promoted{}, err
 	}
-	defer os.Remove(pending)
-	if err := promote.Record(pending, l.Name, l.Repos.Release, rel, l.Name); err != nil {
-		return Promoted{}, err
-	}
-	if _, err := promote.Run(ctx, pending,
+	if _, err := promote.Reconcile(ctx, next,
 		promote.WithConfirm(true),
 		promote.WithRequireContainerRuntime(r.cfg.RequireContainerRuntime),
 		promote.WithSkipPlatforms(r.cfg.SkipPlatforms...),
@@ -452,7 +459,14 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	); err != nil {
 		return Promoted{}, err
 	}
-	if err := os.Rename(pending, relPath); err != nil {
+	// Re-read before writing: what another process recorded meanwhile stays.
+	if f, err = r.releases(l.Name); err != nil {
+		return Promoted{}, err
+	}
+	if next, err = r.withRelease(f, l, rel); err != nil {
+		return Promoted{}, err
+	}
+	if err := promote.WriteFile(relPath, next); err != nil {
 		return Promoted{}, fmt.Errorf("recording the release in %s: %w", relPath, err)
 	}
 	p := Promoted{Reference: l.Repos.Release + "@" + d.DigestStr(), Tags: append(rel.Tags, l.Name)}
@@ -460,19 +474,21 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	return p, err
 }
 
-// copyFile copies src to dst atomically; a missing src removes dst.
-func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
+// withRelease is f with rel added and the moving tag NAME on it, in the
+// lock's release repository.
+func (r *Real) withRelease(f *promote.File, l *lock.Lock, rel promote.Release) (*promote.File, error) {
+	n := *f
+	if n.Image == "" {
+		n.Image = l.Name
 	}
-	if err != nil {
-		return err
+	if n.Image != l.Name {
+		return nil, fmt.Errorf("%s is the release file of %s, not of %s", r.releasePath(l.Name), n.Image, l.Name)
 	}
-	return atomicfile.Write(dst, b, 0o644)
+	n.Repository = l.Repos.Release
+	if err := n.Add(rel, l.Name); err != nil {
+		return nil, err
+	}
+	return &n, nil
 }
 
 // releaseTag is the month's immutable tag for d: NAME-YYYY.MM, or, when a

@@ -38,11 +38,14 @@ type Stages interface {
 	Lock(ctx context.Context, img spec.Image) (*lock.Lock, error)
 	// Build builds the lock and pushes it to the staging repository.
 	Build(ctx context.Context, l *lock.Lock) (Built, error)
-	// Signed reports whether d already carries our signature and attestations.
-	Signed(ctx context.Context, d name.Digest) (bool, error)
+	// Signed reports whether d already carries our signature and every
+	// build attestation (sign.ReleaseAttestations), each verified. Only
+	// "not there" is false; any other failure is an error.
+	Signed(ctx context.Context, l *lock.Lock, d name.Digest) (bool, error)
 	// Sign signs d and attaches the lock, SBOM and provenance attestations.
 	Sign(ctx context.Context, l *lock.Lock, d name.Digest) error
-	// Verified returns a passing, signed verification result for d, if one exists.
+	// Verified returns a passing, signed verification result for d, if one
+	// exists; nil only when none is there (any other failure is an error).
 	Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error)
 	// Verify verifies d and attaches the signed result.
 	Verify(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error)
@@ -290,7 +293,7 @@ func runOne(ctx context.Context, img spec.Image, s Stages, o *options) Outcome {
 			Size: p.Size, Layers: p.Layers, Changed: p.ChangedLayers, Delta: p.ChangedBytes})
 	}
 	if !step(StageSign, func() (bool, error) {
-		done, err := s.Signed(ctx, b.Digest)
+		done, err := s.Signed(ctx, l, b.Digest)
 		if err != nil || done {
 			return done, err
 		}

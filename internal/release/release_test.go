@@ -49,7 +49,7 @@ func (f *fakeStages) Lock(_ context.Context, img spec.Image) (*lock.Lock, error)
 func (f *fakeStages) Build(_ context.Context, l *lock.Lock) (Built, error) {
 	return Built{Digest: digestFor(l.Name), Size: 100, Layers: 5, ChangedLayers: 1, ChangedBytes: 7}, f.record(l.Name, StageBuild)
 }
-func (f *fakeStages) Signed(_ context.Context, d name.Digest) (bool, error) {
+func (f *fakeStages) Signed(_ context.Context, _ *lock.Lock, d name.Digest) (bool, error) {
 	return f.signed[d.Context().RepositoryStr()], nil
 }
 func (f *fakeStages) Sign(_ context.Context, l *lock.Lock, _ name.Digest) error {

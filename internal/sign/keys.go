@@ -1,6 +1,7 @@
 package sign
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/kms"
+	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 
 	"imagectl/internal/atomicfile"
 )
@@ -38,6 +40,46 @@ func PasswordFromEnv() ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// VerifierPasswordEnv names the environment variable the CLI reads the
+// verifier key's password from; without it, the signing key's password
+// (PasswordFromEnv) is used for the verifier key too.
+const VerifierPasswordEnv = "IMAGECTL_VERIFIER_PASSWORD"
+
+// VerifierPasswordFromEnv returns the verifier key password from
+// IMAGECTL_VERIFIER_PASSWORD, else PasswordFromEnv's, and whether any was
+// set.
+func VerifierPasswordFromEnv() ([]byte, bool) {
+	if v, ok := os.LookupEnv(VerifierPasswordEnv); ok {
+		return []byte(v), true
+	}
+	return PasswordFromEnv()
+}
+
+// CheckKeyPair opens the private key that opts select (WithKey, WithKMS
+// or WithSigner) and checks that the public key in pubPath is its public
+// half: a message signed by the one verifies under the other. It returns
+// the open signer, so that a release can check both of its keys before its
+// first build and sign with them after its last.
+func CheckKeyPair(ctx context.Context, pubPath string, opts ...Option) (signature.SignerVerifier, error) {
+	sv, err := LoadSigner(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	v, err := LoadPublicKey(pubPath)
+	if err != nil {
+		return nil, err
+	}
+	msg := []byte("imagectl key pair check")
+	sig, err := sv.SignMessage(bytes.NewReader(msg), sigopts.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("signing with the key of %s: %w", pubPath, err)
+	}
+	if err := v.VerifySignature(bytes.NewReader(sig), bytes.NewReader(msg)); err != nil {
+		return nil, fmt.Errorf("the public key %s is not the public half of the signing key: %w", pubPath, err)
+	}
+	return sv, nil
 }
 
 // GenerateKeyPair writes a new ECDSA P-256 key pair into dir in cosign's

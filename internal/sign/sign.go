@@ -14,6 +14,7 @@ import (
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
 	"github.com/sigstore/cosign/v2/pkg/types"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	sigopts "github.com/sigstore/sigstore/pkg/signature/options"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
@@ -132,11 +133,15 @@ func cutDigest(d string) (alg, hex string, ok bool) {
 	return "", "", false
 }
 
-// SignAndAttest signs ref and writes its four build attestations (lock,
-// SPDX and CycloneDX SBOMs, SLSA provenance) with the key in opts: what
-// `imagectl sign` and `imagectl build --sign` do. The SBOMs list the
-// packages the image holds (sbom.Read reads its layers), so ref must be
-// an image built from l.
+// SignAndAttest signs ref and writes its build attestations (the
+// SigningKey ones of ReleaseAttestations: lock, SPDX and CycloneDX SBOMs,
+// SLSA provenance) with the key in opts: what `imagectl sign` and
+// `imagectl build --sign` do. The SBOMs list the packages the image holds
+// (sbom.Read reads its layers), so ref must be an image built from l.
+//
+// What ref already carries and verifies under the key is kept, and only
+// the rest is written: signing again writes nothing, and a run interrupted
+// after some attestations writes the others when run again.
 //
 // For a lock with several platforms ref is the image index built from it:
 // every child is signed and attested as the single-platform image of its
@@ -175,18 +180,36 @@ func SignAndAttest(ctx context.Context, ref name.Digest, l *lock.Lock, b Builder
 	if err != nil {
 		return err
 	}
-	prov, err := Provenance(l, b)
+	return complete(ctx, ref, Required(SigningKey, true), lp, sv, o, opts, func(typ string) ([]byte, error) {
+		switch typ {
+		case LockPredicateType:
+			return lp, nil
+		case ProvenancePredicateType:
+			return Provenance(l, b)
+		}
+		return nil, fmt.Errorf("no %s attestation for an image index", typ)
+	})
+}
+
+// complete signs ref and writes the attestations of req that it does not
+// carry yet under sv (the lock attestation counts only when it holds
+// exactly lockPred); pred makes a predicate when it is needed.
+func complete(ctx context.Context, ref name.Digest, req []Attestation, lockPred []byte, sv signature.SignerVerifier, o *options, opts []Option, pred func(typ string) ([]byte, error)) error {
+	f, err := o.inspect(ctx, ref, sv, "the signing key")
 	if err != nil {
 		return err
 	}
-	if err := Sign(ctx, ref, opts...); err != nil {
-		return err
+	if !f.Signed() {
+		if err := Sign(ctx, ref, opts...); err != nil {
+			return err
+		}
 	}
-	for _, a := range []struct {
-		typ  string
-		pred []byte
-	}{{LockPredicateType, lp}, {ProvenancePredicateType, prov}} {
-		if err := Attest(ctx, ref, a.typ, a.pred, opts...); err != nil {
+	for _, a := range f.Lacks(req, lockPred) {
+		p, err := pred(a.PredicateType)
+		if err != nil {
+			return err
+		}
+		if err := Attest(ctx, ref, a.PredicateType, p, opts...); err != nil {
 			return err
 		}
 	}
@@ -245,31 +268,12 @@ func Children(ctx context.Context, ref name.Digest, l *lock.Lock, opts ...Option
 }
 
 // signAndAttestImage signs one single-platform image built from view (the
-// lock l itself, or one platform's view of it) and writes its lock
-// attestation (the whole lock file l), its SBOMs (SPDX and CycloneDX, of
-// one inventory) and its provenance.
+// lock l itself, or one platform's view of it) and writes what it lacks of
+// its lock attestation (the whole lock file l), its SBOMs (SPDX and
+// CycloneDX, of one inventory, read only when one of them is needed) and
+// its provenance.
 func signAndAttestImage(ctx context.Context, ref name.Digest, l, view *lock.Lock, b Builder, o *options, opts []Option) error {
 	lp, err := LockPredicate(l)
-	if err != nil {
-		return err
-	}
-	prov, err := provenance(l, view.Base, b)
-	if err != nil {
-		return err
-	}
-	img, err := remote.Image(ref, o.remoteOptions(ctx)...)
-	if err != nil {
-		return fmt.Errorf("reading %s for its SBOM: %w", ref, err)
-	}
-	inv, err := sbom.Read(ctx, img, view)
-	if err != nil {
-		return fmt.Errorf("listing the packages of %s: %w", ref, err)
-	}
-	spdx, err := sbom.SPDX(inv, ref, view)
-	if err != nil {
-		return err
-	}
-	cdx, err := sbom.CycloneDX(inv, ref, view)
 	if err != nil {
 		return err
 	}
@@ -278,16 +282,36 @@ func signAndAttestImage(ctx context.Context, ref name.Digest, l, view *lock.Lock
 		return err
 	}
 	opts = append(opts, WithSigner(sv))
-	if err := Sign(ctx, ref, opts...); err != nil {
-		return err
-	}
-	for _, a := range []struct {
-		typ  string
-		pred []byte
-	}{{LockPredicateType, lp}, {SPDXPredicateType, spdx}, {CycloneDXPredicateType, cdx}, {ProvenancePredicateType, prov}} {
-		if err := Attest(ctx, ref, a.typ, a.pred, opts...); err != nil {
-			return err
+	var inv *sbom.Inventory
+	inventory := func() (*sbom.Inventory, error) {
+		if inv != nil {
+			return inv, nil
 		}
+		img, err := remote.Image(ref, o.remoteOptions(ctx)...)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s for its SBOM: %w", ref, err)
+		}
+		if inv, err = sbom.Read(ctx, img, view); err != nil {
+			return nil, fmt.Errorf("listing the packages of %s: %w", ref, err)
+		}
+		return inv, nil
 	}
-	return nil
+	return complete(ctx, ref, Required(SigningKey, false), lp, sv, o, opts, func(typ string) ([]byte, error) {
+		switch typ {
+		case LockPredicateType:
+			return lp, nil
+		case ProvenancePredicateType:
+			return provenance(l, view.Base, b)
+		case SPDXPredicateType, CycloneDXPredicateType:
+			inv, err := inventory()
+			if err != nil {
+				return nil, err
+			}
+			if typ == SPDXPredicateType {
+				return sbom.SPDX(inv, ref, view)
+			}
+			return sbom.CycloneDX(inv, ref, view)
+		}
+		return nil, fmt.Errorf("no %s attestation for an image", typ)
+	})
 }

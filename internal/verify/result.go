@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"imagectl/internal/sign"
 )
 
 // PredicateType is the in-toto predicate type of a verification result
 // attestation. Promotion requires one, passing, for exactly the digest.
-const PredicateType = "https://imagectl.dev/attestations/verification/v1"
+const PredicateType = sign.VerificationPredicateType
 
 // The proofs a Result can carry (Result.Proof).
 const (

@@ -57,10 +57,17 @@ release tags, plus moving tags) and reconciles the release repository to it.
 Every release that needs anything must pass every gate, or nothing at all is
 copied (exit 5, each refusal naming its gate):
   digest        the source is IMAGE@sha256:..., never a tag
-  signature     signed, for exactly this digest, by a --key
+  signature     signed, for exactly this digest, by a --key (of an image
+                index: the index and every platform's image)
+  attestations  every attestation a release writes, by a --key: the SPDX and
+                CycloneDX SBOMs and the provenance (of an index: its own
+                provenance, and all of them on every platform's image)
   verification  a verification attestation for exactly this digest, passing,
-                against the lock in git, signed by a --verifier-key
-  lock          the lock attestation equals images/NAME/lock.json
+                against the release's lock, signed by a --verifier-key
+  lock          the lock attestation is the release's own lock: lock.json
+                for a release built from it, else the lock its lock_digest
+                in the release file records (last month is gated against
+                last month's lock)
   immutable-tag a release tag never moves to another digest
 
 Then images are copied by digest (blobs mounted across repositories, not

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/util/progress/progressui"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/spf13/cobra"
 
 	"imagectl/internal/build"
@@ -63,7 +65,11 @@ An image stops at its first failing stage, named in the table; the others go on.
 A re-run skips what is done: BuildKit's cache makes the build a no-op, and a
 digest already signed or verified is not signed or verified again.
 
-The key passwords come from $IMAGECTL_SIGNING_PASSWORD (or $COSIGN_PASSWORD).
+Both keys are opened, and checked against their public halves (--pub,
+--verifier-pub), before the first build. The signing key's password comes from
+$IMAGECTL_SIGNING_PASSWORD (or $COSIGN_PASSWORD); the verifier key's from
+$IMAGECTL_VERIFIER_PASSWORD, and without it from the signing key's variables
+(one password for both keys).
 Every stage logs in to the registries with the Docker config and to the wheel
 indexes with --netrc, trusting the system store plus --ca-file; a refused login
 stops the image with exit 77, naming the host and the credential source.`,
@@ -123,8 +129,18 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 	if err != nil {
 		return err
 	}
-	pw, _ := sign.PasswordFromEnv()
 	ctx := cmd.Context()
+	// Both keys are opened and checked against their public halves before
+	// the first build: a wrong password or key fails now, not after it.
+	signer, err := openKey(ctx, "--key", f.key, pubFor(f.pub, f.key), sign.PasswordFromEnv, sign.PasswordEnv+" or $"+sign.CosignPasswordEnv)
+	if err != nil {
+		return err
+	}
+	verifier, err := openKey(ctx, "--verifier-key", f.verifierKey, pubFor(f.verifierPub, f.verifierKey), sign.VerifierPasswordFromEnv,
+		sign.VerifierPasswordEnv+" (or the signing key's $"+sign.PasswordEnv+", $"+sign.CosignPasswordEnv+")")
+	if err != nil {
+		return err
+	}
 	c, err := f.builders.dial(ctx, build.Addr(f.addr), 10*time.Second)
 	if err != nil {
 		return err
@@ -155,9 +171,9 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		BuildOptions:            bopts,
 		BuildStatus:             buildStatus(cmd.ErrOrStderr(), f),
 		Builder:                 sign.Builder{ID: f.builderID, BuildKitVersion: buildkitVersion(cmd, c)},
-		SignOptions:             []sign.Option{sign.WithKey(f.key, pw)},
+		SignOptions:             []sign.Option{sign.WithSigner(signer)},
 		PublicKey:               pubFor(f.pub, f.key),
-		VerifierSignOptions:     []sign.Option{sign.WithKey(f.verifierKey, pw)},
+		VerifierSignOptions:     []sign.Option{sign.WithSigner(verifier)},
 		VerifierPublicKey:       pubFor(f.verifierPub, f.verifierKey),
 		VerifyRuntime:           rt,
 		RequireContainerRuntime: f.requireContainer,
@@ -180,24 +196,42 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 	}
 	outcomes, runErr := release.Run(ctx, imgs, stages, release.WithJobs(f.jobs),
 		release.WithPromote(!f.noPromote), release.WithProgress(progress))
+	// The results first: a metrics failure must not hide them.
+	var outErr error
+	if asJSON {
+		outErr = writeJSON(cmd.OutOrStdout(), releaseJSON(outcomes))
+	} else {
+		outErr = writeReleaseTable(cmd.OutOrStdout(), outcomes)
+	}
+	var metricsErr error
 	if f.metricsFile != "" {
 		if err := release.WriteTextfile(f.metricsFile, outcomes); err != nil {
-			return err
+			metricsErr = fmt.Errorf("writing the metrics to %s: %w", f.metricsFile, err)
 		}
 	}
 	if f.pushgateway != "" {
 		if err := release.Push(ctx, f.pushgateway, outcomes); err != nil {
-			return err
+			metricsErr = errors.Join(metricsErr, fmt.Errorf("pushing the metrics to %s: %w", f.pushgateway, err))
 		}
 	}
-	if asJSON {
-		if err := writeJSON(cmd.OutOrStdout(), releaseJSON(outcomes)); err != nil {
-			return err
-		}
-	} else if err := writeReleaseTable(cmd.OutOrStdout(), outcomes); err != nil {
-		return err
+	// The release's own failure decides the exit code; then the output's,
+	// then the metrics'.
+	return errors.Join(runErr, outErr, metricsErr)
+}
+
+// openKey opens the private key of flag at path with the password that
+// password returns (from the environment variables env names) and checks
+// it against its public half pub.
+func openKey(ctx context.Context, flag, path, pub string, password func() ([]byte, bool), env string) (signature.SignerVerifier, error) {
+	pw, set := password()
+	sv, err := sign.CheckKeyPair(ctx, pub, sign.WithKey(path, pw))
+	if err == nil {
+		return sv, nil
 	}
-	return runErr
+	if !set {
+		err = fmt.Errorf("%w; no password is set: set $%s", err, env)
+	}
+	return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s %s: %w", flag, path, err))
 }
 
 func pubFor(pub, key string) string {
@@ -214,25 +248,58 @@ func buildStatus(w io.Writer, f *releaseFlags) func(string) (chan *client.SolveS
 	if f.jobs > 1 && mode == "auto" {
 		mode = "plain"
 	}
-	var mu sync.Mutex // one tty display at a time
+	var mu sync.Mutex // one tty display at a time, whatever --jobs
+	exclusive := mode == string(progressui.TtyMode) || mode == string(progressui.AutoMode)
 	return func(string) (chan *client.SolveStatus, func()) {
 		ch := make(chan *client.SolveStatus)
 		done := make(chan struct{})
+		in := ch
+		if exclusive {
+			// A build waiting for the display keeps going: its status is
+			// queued meanwhile, so BuildKit never blocks on its send.
+			q := make(chan *client.SolveStatus)
+			go queue(ch, q)
+			in = q
+		}
 		go func() {
 			defer close(done)
-			if f.jobs == 1 {
+			if exclusive {
 				mu.Lock()
 				defer mu.Unlock()
 			}
 			d, err := progressui.NewDisplay(w, progressui.DisplayMode(mode))
 			if err != nil {
-				for range ch {
+				for range in {
 				}
 				return
 			}
-			_, _ = d.UpdateFrom(context.Background(), ch)
+			_, _ = d.UpdateFrom(context.Background(), in)
 		}()
 		return ch, func() { <-done }
+	}
+}
+
+// queue forwards everything from in to out, never blocking in's sender,
+// and closes out after in is closed and drained.
+func queue[T any](in <-chan T, out chan<- T) {
+	defer close(out)
+	var q []T
+	for in != nil || len(q) > 0 {
+		var send chan<- T
+		var next T
+		if len(q) > 0 {
+			send, next = out, q[0]
+		}
+		select {
+		case v, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+			q = append(q, v)
+		case send <- next:
+			q = q[1:]
+		}
 	}
 }
 

@@ -96,7 +96,9 @@ attaches four signed in-toto attestations (tag sha256-<hex>.att):
 The SBOM is read from the image's layers (once, for both formats), so
 IMAGE@DIGEST must be the image built from the lock. For an image index each
 platform's image gets its own signature and the four attestations; the index
-gets its signature, the lock and the provenance.
+gets its signature, the lock and the provenance. What the digest already
+carries, verified with the key, is kept: signing again writes nothing, and
+after an interrupted run only the missing attestations are written.
 
 Signing is offline: nothing goes to a transparency log (air-gapped
 platforms). The stock cosign CLI verifies the result:

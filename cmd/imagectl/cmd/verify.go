@@ -110,7 +110,7 @@ Exit codes: 0 passed, 4 a check failed, 7 verification could not run.`,
 	fl.IntVar(&f.iters, "iters", 20, "timed all-reduce iterations")
 	fl.IntVar(&f.warmup, "warmup", 5, "warm-up all-reduce iterations")
 	fl.BoolVar(&f.sign, "sign", false, "sign the result as an in-toto attestation on the image (needs --key)")
-	fl.StringVar(&f.key, "key", "", "cosign private key for --sign; password from IMAGECTL_SIGNING_PASSWORD or COSIGN_PASSWORD")
+	fl.StringVar(&f.key, "key", "", "the verifier key for --sign; password from IMAGECTL_VERIFIER_PASSWORD, else IMAGECTL_SIGNING_PASSWORD or COSIGN_PASSWORD")
 	_ = cmd.MarkFlagRequired("lock")
 	return cmd
 }
@@ -204,7 +204,7 @@ func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags, asJSON
 }
 
 func signResult(cmd *cobra.Command, ref name.Digest, res *verify.Result, key string) error {
-	pw, _ := sign.PasswordFromEnv()
+	pw, _ := sign.VerifierPasswordFromEnv()
 	if err := verify.Attest(cmd.Context(), ref, res, sign.WithKey(key, pw), sign.WithAccess(accessOf(cmd))); err != nil {
 		return err
 	}

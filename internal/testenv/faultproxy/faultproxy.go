@@ -82,8 +82,9 @@ type Proxy struct {
 	rt       http.RoundTripper
 	done     chan struct{}
 
-	mu    sync.Mutex
-	rules []Rule
+	mu      sync.Mutex
+	latency time.Duration
+	rules   []Rule
 	seen  map[string]int // rule name + key -> faults injected
 	fired map[string]int // rule name -> faults injected
 	reqs  int
@@ -123,6 +124,13 @@ func (p *Proxy) SetRules(rules ...Rule) {
 	p.rules = append([]Rule(nil), rules...)
 }
 
+// SetLatency delays every request by d before its rule (if any) applies.
+func (p *Proxy) SetLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latency = d
+}
+
 // Fired is how often the rule named name injected its fault.
 func (p *Proxy) Fired(name string) int {
 	p.mu.Lock()
@@ -143,8 +151,9 @@ func (p *Proxy) Close() error {
 	return p.srv.Close()
 }
 
-// pick returns the fault for req (nil when none) and counts it.
-func (p *Proxy) pick(req *http.Request) *Fault {
+// pick returns the fault for req (nil when none) and counts it, and the
+// latency.
+func (p *Proxy) pick(req *http.Request) (*Fault, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reqs++
@@ -163,9 +172,9 @@ func (p *Proxy) pick(req *http.Request) *Fault {
 		p.seen[key]++
 		p.fired[r.Name]++
 		f := r.Fault
-		return &f
+		return &f, p.latency
 	}
-	return nil
+	return nil, p.latency
 }
 
 func (p *Proxy) wait(req *http.Request, d time.Duration) {
@@ -179,12 +188,12 @@ func (p *Proxy) wait(req *http.Request, d time.Duration) {
 }
 
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	f := p.pick(req)
+	f, latency := p.pick(req)
 	if f == nil {
 		f = &Fault{}
 	}
-	if f.Delay > 0 {
-		p.wait(req, f.Delay)
+	if d := latency + f.Delay; d > 0 {
+		p.wait(req, d)
 	}
 	switch {
 	case f.Reset:
@@ -199,6 +208,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		if f.RetryAfter != "" {
 			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		if f.Status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="faultproxy"`)
 		}
 		http.Error(w, fmt.Sprintf("faultproxy: injected %d", f.Status), f.Status)
 		return

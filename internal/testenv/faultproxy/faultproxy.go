@@ -85,9 +85,9 @@ type Proxy struct {
 	mu      sync.Mutex
 	latency time.Duration
 	rules   []Rule
-	seen  map[string]int // rule name + key -> faults injected
-	fired map[string]int // rule name -> faults injected
-	reqs  int
+	seen    map[string]int // rule name + key -> faults injected
+	fired   map[string]int // rule name -> faults injected
+	reqs    int
 }
 
 // Start serves a proxy to upstream (http://host:port) on 127.0.0.1:0.

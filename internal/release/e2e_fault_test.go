@@ -33,11 +33,12 @@ type faultyDemo struct {
 	*demoRelease
 	index, registry *faultproxy.Proxy
 	access          *auth.Access
+	indexCache      string
 }
 
 func newFaultyDemo(t *testing.T, ctx context.Context, run string, index, registry []faultproxy.Rule) *faultyDemo {
 	t.Helper()
-	d := &faultyDemo{demoRelease: newDemoRelease(t, ctx, run, 1<<20)}
+	d := &faultyDemo{demoRelease: newDemoRelease(t, ctx, run, 1<<20), indexCache: t.TempDir()}
 	var err error
 	if d.index, err = faultproxy.Start(strings.TrimSuffix(d.demoRelease.index.URL, "/simple/"), index...); err != nil {
 		t.Fatal(err)
@@ -66,7 +67,10 @@ func (d *faultyDemo) stages(t *testing.T) *Real {
 	t.Helper()
 	r := d.demoRelease.stages(t, "2026-11")
 	r.cfg.Access = d.access
-	r.cfg.LockOptions = append(r.cfg.LockOptions, lock.WithAccess(d.access))
+	// An index cache of the test's own: the lock's proxy reads every wheel
+	// from the faulty index (and retries there) before the build fetches it
+	// by its locked URL: buildkitd's HTTP source does not retry.
+	r.cfg.LockOptions = append(r.cfg.LockOptions, lock.WithAccess(d.access), lock.WithIndexCache(d.indexCache))
 	r.cfg.BuildOptions = append(r.cfg.BuildOptions, build.WithAccess(d.access))
 	return r
 }
@@ -174,6 +178,7 @@ func TestReleaseFailsClearlyOnPermanentFaults(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Run() with %s succeeded", tc.name)
 			}
+			t.Logf("Run() with %s: exit %d: %v", tc.name, exitcode.Code(err), err)
 			host := tc.host(d)
 			for _, w := range append(tc.want, host) {
 				if !strings.Contains(err.Error(), w) {

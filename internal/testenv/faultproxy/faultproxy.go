@@ -52,6 +52,8 @@ type Rule struct {
 	Methods []string
 	// Path matches request paths that contain it; "" matches all.
 	Path string
+	// Match, when set, must also accept the request.
+	Match func(*http.Request) bool
 	// Times is how often the fault is injected; 0 is always (a
 	// permanent fault).
 	Times int
@@ -70,6 +72,9 @@ func (r *Rule) matches(req *http.Request) bool {
 		if !ok {
 			return false
 		}
+	}
+	if r.Match != nil && !r.Match(req) {
+		return false
 	}
 	return r.Path == "" || strings.Contains(req.URL.Path, r.Path)
 }

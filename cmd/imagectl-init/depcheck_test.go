@@ -20,6 +20,7 @@ func TestDeps(t *testing.T) {
 		"imagectl/internal/initconfig": true,
 		"imagectl/internal/exitcode":   true,
 		"imagectl/internal/logs":       true,
+		"imagectl/internal/version":    true,
 	}
 	var seen int
 	for _, p := range strings.Fields(string(out)) {

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"imagectl/internal/version"
 )
 
 //go:embed catalog.json
@@ -115,7 +117,7 @@ func parse(b []byte) (*Catalog, error) {
 	}
 	for i := range c.Torch {
 		r := &c.Torch[i]
-		if !isVersion(r.Version, 3) || r.VariantsSource == "" {
+		if !version.Valid(r.Version, 3) || r.VariantsSource == "" {
 			return nil, fmt.Errorf("torch %q: want an x.y.z version and a variants_source", r.Version)
 		}
 		for j := range r.Wheels {
@@ -141,7 +143,7 @@ func parse(b []byte) (*Catalog, error) {
 		}
 	}
 	for _, f := range c.CUDA {
-		if !isVersion(f.CUDA, 2) || !isVersion(f.Native, 0) || !isVersion(f.MinorCompat, 0) || f.Source == "" {
+		if !version.Valid(f.CUDA, 2) || !version.Valid(f.Native, 0) || !version.Valid(f.MinorCompat, 0) || f.Source == "" {
 			return nil, fmt.Errorf("cuda %q: want x.y, driver versions and a source", f.CUDA)
 		}
 	}

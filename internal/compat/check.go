@@ -3,6 +3,8 @@ package compat
 import (
 	"fmt"
 	"strings"
+
+	"imagectl/internal/version"
 )
 
 // Request is what one image asks of the catalog. Empty fields are not set.
@@ -64,7 +66,7 @@ func Check(r Request) (Resolved, []Problem) {
 			return res, ps
 		}
 		res.Wheel = w
-		if w.CUDA != "" && CompareVersions(w.CUDA, r.CUDA) > 0 {
+		if w.CUDA != "" && version.Before(r.CUDA, w.CUDA) {
 			res.MinorCompat = true
 			res.FloorCUDA = w.CUDA
 		}
@@ -88,10 +90,10 @@ func Check(r Request) (Resolved, []Problem) {
 	case r.DriverFloor == "":
 		add("driver_floor", "driver_floor is required for a CUDA image",
 			fmt.Sprintf("Running %s needs an NVIDIA driver >= %s under minor-version compatibility (>= %s natively). Set driver_floor to the lowest driver the image must support; imagectl does not pick one.", what, floor.MinorCompat, floor.Native))
-	case !isVersion(r.DriverFloor, 0):
+	case !version.Valid(r.DriverFloor, 0):
 		add("driver_floor", fmt.Sprintf("driver_floor %q is not a driver version", r.DriverFloor),
 			`Write an NVIDIA driver version such as "525.60.13".`)
-	case CompareVersions(r.DriverFloor, floor.MinorCompat) < 0:
+	case version.Before(r.DriverFloor, floor.MinorCompat):
 		add("driver_floor", fmt.Sprintf("driver_floor %s is below %s, the lowest driver that runs %s", r.DriverFloor, floor.MinorCompat, what),
 			fmt.Sprintf("Running %s needs an NVIDIA driver >= %s under minor-version compatibility (>= %s natively). Raise driver_floor to at least %s. Source: %s.", what, floor.MinorCompat, floor.Native, floor.MinorCompat, floor.Source))
 	}
@@ -126,7 +128,7 @@ func checkWheel(r Request, add func(field, summary, detail string)) (Wheel, bool
 		add(field, fmt.Sprintf("torch_variant %s needs a CUDA base", variant),
 			fmt.Sprintf("Set cuda to the base image's CUDA version (the %s wheels are built for CUDA %s), or use torch_variant = \"cpu\".", variant, w.CUDA))
 		good = false
-	case w.CUDA != "" && major(w.CUDA) != major(r.CUDA):
+	case w.CUDA != "" && version.Major(w.CUDA) != version.Major(r.CUDA):
 		add(field, fmt.Sprintf("the %s wheels (CUDA %s) on a CUDA %s base mix two CUDA major versions", variant, w.CUDA, r.CUDA),
 			fmt.Sprintf("Two CUDA runtimes of different majors in one process crash at run time. %s", choices(rel, r.CUDA)))
 		good = false
@@ -185,11 +187,14 @@ func choices(rel TorchRelease, cuda string) string {
 		if w.CUDA == "" || w.CUDA == cuda {
 			continue
 		}
-		c := CompareVersions(w.CUDA, cuda)
-		if c < 0 && (older == nil || CompareVersions(w.CUDA, older.CUDA) > 0) {
+		c, err := version.Compare(w.CUDA, cuda)
+		if err != nil {
+			continue
+		}
+		if c < 0 && (older == nil || version.Before(older.CUDA, w.CUDA)) {
 			older = w
 		}
-		if c > 0 && major(w.CUDA) == major(cuda) && (newer == nil || CompareVersions(w.CUDA, newer.CUDA) < 0) {
+		if c > 0 && version.Major(w.CUDA) == version.Major(cuda) && (newer == nil || version.Before(w.CUDA, newer.CUDA)) {
 			newer = w
 		}
 	}

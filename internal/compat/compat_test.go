@@ -176,20 +176,6 @@ func TestQuery(t *testing.T) {
 	}
 }
 
-func TestCompareVersions(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"525.60.13", "525.60.13", 0}, {"525.60.13", "530.30.02", -1}, {"550.54.14", "525.60.13", 1},
-		{"12.10", "12.4", 1}, {"12.1", "12.1.0", 0}, {"580.159.04", "525.60.13", 1},
-	} {
-		if got := CompareVersions(tc.a, tc.b); got != tc.want {
-			t.Errorf("CompareVersions(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
-
 // TestSortArchs: compute capabilities order numerically, and the catalog
 // hands its rows out that way (cu130's sm_75..sm_120).
 func TestSortArchs(t *testing.T) {

@@ -3,6 +3,8 @@ package compat
 import (
 	"fmt"
 	"strings"
+
+	"imagectl/internal/version"
 )
 
 // Answer is what Query returns: the catalog rows that match, and for a
@@ -52,11 +54,15 @@ func Query(torch, cuda string) (Answer, error) {
 		for _, w := range r.Wheels {
 			m := WheelMatch{Wheel: w}
 			if cuda != "" {
-				if w.CUDA == "" || major(w.CUDA) != major(cuda) {
+				if w.CUDA == "" || version.Major(w.CUDA) != version.Major(cuda) {
 					continue
 				}
 				need := cuda
-				switch c := CompareVersions(w.CUDA, cuda); {
+				c, err := version.Compare(w.CUDA, cuda)
+				if err != nil {
+					return ans, fmt.Errorf("torch %s %s: %w", r.Version, w.Variant, err)
+				}
+				switch {
 				case c == 0:
 					m.Mode = "native"
 				case c > 0:

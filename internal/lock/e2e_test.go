@@ -130,7 +130,7 @@ func TestE2EUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Resolve(demo on the local index) = %v", err)
 	}
-	if v := version(old, "demo-util"); v != "1.0.0" {
+	if v := wheelVersion(old, "demo-util"); v != "1.0.0" {
 		t.Fatalf("locked demo-util %s, want 1.0.0", v)
 	}
 
@@ -155,7 +155,7 @@ func TestE2EUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := version(free, "demo-core"); v != "1.1.0" {
+	if v := wheelVersion(free, "demo-core"); v != "1.1.0" {
 		t.Errorf("a fresh lock has demo-core %s, want 1.1.0 (the test index must offer a newer frozen package)", v)
 	}
 
@@ -201,7 +201,7 @@ func wheel(l *Lock, name string) (Wheel, bool) {
 	return Wheel{}, false
 }
 
-func version(l *Lock, name string) string {
+func wheelVersion(l *Lock, name string) string {
 	w, _ := wheel(l, name)
 	return w.Version
 }

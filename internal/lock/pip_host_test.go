@@ -276,7 +276,7 @@ func TestTorchOnHost(t *testing.T) {
 	if old.Core.Torch != "2.6.0+cu124" || old.Core.TorchVariant != "cu124" || len(old.Core.Archs) == 0 || old.Core.DriverFloor != "525.60.13" {
 		t.Errorf("core = %+v, want torch 2.6.0+cu124, variant cu124, archs and the floor from the catalog", old.Core)
 	}
-	if got := version(old, "nvidia-cudnn-cu12"); got != "9.1.0.70" {
+	if got := wheelVersion(old, "nvidia-cudnn-cu12"); got != "9.1.0.70" {
 		t.Errorf("locked nvidia-cudnn-cu12 %s, want the wheel's pin 9.1.0.70", got)
 	}
 	if want := []string{base + "whl/cu124", pypi.URL}; !slices.Equal(old.PipIndexes, want) {
@@ -297,7 +297,7 @@ func TestTorchOnHost(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Upgrade() = %v", err)
 	}
-	if got := version(up, "torch"); got != "2.6.0+cu124" {
+	if got := wheelVersion(up, "torch"); got != "2.6.0+cu124" {
 		t.Errorf("Upgrade() moved torch to %s; the frozen core must stay at 2.6.0+cu124", got)
 	}
 

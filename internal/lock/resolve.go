@@ -18,6 +18,7 @@ import (
 	"imagectl/internal/mirror"
 	"imagectl/internal/pyindex"
 	"imagectl/internal/spec"
+	"imagectl/internal/version"
 )
 
 // Resolve locks one concrete image: the base tag to digests, the apt
@@ -284,7 +285,7 @@ func checkTorch(img spec.Image, core Core, res *pipResult) error {
 		return fmt.Errorf("image %s: pip's resolution has no torch", img.Name)
 	}
 	v := it.Metadata.Version
-	release, label, _ := strings.Cut(v, "+")
+	release, label := version.SplitLocal(v)
 	if release != img.Torch {
 		return fmt.Errorf("image %s: pip resolved torch %s, the spec asks %s", img.Name, v, img.Torch)
 	}

@@ -12,6 +12,7 @@ import (
 	"imagectl/internal/logs"
 	"imagectl/internal/pyindex"
 	"imagectl/internal/spec"
+	"imagectl/internal/version"
 )
 
 // minPip is the oldest pip the lock resolves with: 22.2 added
@@ -57,10 +58,10 @@ func resolvePip(ctx context.Context, o *options, img spec.Image, routes pyindex.
 	if err != nil {
 		return nil, Wheel{}, err
 	}
-	if pyindex.ReleaseBefore(resolver.Version, pipReadsOnce) {
+	if version.Before(resolver.Version, pipReadsOnce) {
 		proxy.OfferMetadata(false)
 	}
-	log.Info("resolver", "image", img.Name, "pip", resolver.Version, "index", resolver.Index, "metadata", !pyindex.ReleaseBefore(resolver.Version, pipReadsOnce))
+	log.Info("resolver", "image", img.Name, "pip", resolver.Version, "index", resolver.Index, "metadata", !version.Before(resolver.Version, pipReadsOnce))
 	res, err := runPip(ctx, o.runner, image, debs, pipRequest{
 		Requirements: reqs, Constraints: p.constraints, Index: proxy.URL(), Python: img.Python,
 		Resolver: resolver, ResolverURL: proxy.FileURL(rf),

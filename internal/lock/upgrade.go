@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"imagectl/internal/spec"
+	"imagectl/internal/version"
 )
 
 // FrozenError reports an upgrade that would move the frozen core.
@@ -47,7 +48,7 @@ func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*L
 		{"cuda", old.Core.CUDA, img.CUDA},
 		{"python", old.Core.Python, img.Python},
 	} {
-		locked, _, _ := strings.Cut(c.locked, "+")
+		locked, _ := version.SplitLocal(c.locked)
 		if locked != c.spec {
 			return nil, fmt.Errorf("image %s: the spec moves the frozen core (%s %s -> %s); --upgrade keeps the core: run imagectl lock without --upgrade to re-lock it", img.Name, c.what, c.locked, c.spec)
 		}

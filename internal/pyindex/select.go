@@ -2,8 +2,9 @@ package pyindex
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
+
+	"imagectl/internal/version"
 )
 
 // Wheel is what a wheel's file name says (PEP 427).
@@ -34,25 +35,25 @@ var pureTags = map[string]bool{"py3-none-any": true, "py2.py3-none-any": true}
 // lock chooses the pip that resolves and installs.
 func NewestPure(files []File, project, python, minVersion string) (File, error) {
 	var best File
-	var bestV []int
+	var bestV version.Numeric
 	project = Normalize(project)
-	floor, ok := release(minVersion)
-	if !ok {
-		return File{}, fmt.Errorf("minimum version %q is not a release version", minVersion)
+	floor, err := version.Parse(minVersion)
+	if err != nil {
+		return File{}, fmt.Errorf("minimum version: %w", err)
 	}
 	for _, f := range files {
 		w, ok := ParseWheelName(f.Filename)
 		if !ok || w.Name != project || !pureTags[w.Tags] || f.Yanked || !isHex(f.SHA256, 64) {
 			continue
 		}
-		v, ok := release(w.Version)
-		if !ok || compare(v, floor) < 0 {
+		v, err := version.Parse(w.Version)
+		if err != nil || v.Compare(floor) < 0 {
 			continue
 		}
 		if ok, err := SatisfiesPython(f.RequiresPython, python); err != nil || !ok {
 			continue
 		}
-		if bestV == nil || compare(v, bestV) > 0 {
+		if bestV == nil || v.Compare(bestV) > 0 {
 			best, bestV = f, v
 		}
 	}
@@ -62,55 +63,14 @@ func NewestPure(files []File, project, python, minVersion string) (File, error) 
 	return best, nil
 }
 
-// ReleaseBefore reports whether v is a final release version (N(.N)*)
-// older than min; a version that is not one (a pre-release, a local
-// label) is not.
-func ReleaseBefore(v, min string) bool {
-	a, ok1 := release(v)
-	b, ok2 := release(min)
-	return ok1 && ok2 && compare(a, b) < 0
-}
-
-// release parses a final release version: N(.N)*.
-func release(v string) ([]int, bool) {
-	var out []int
-	for _, p := range strings.Split(strings.TrimSpace(v), ".") {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return nil, false
-		}
-		out = append(out, n)
-	}
-	return out, len(out) > 0
-}
-
-func compare(a, b []int) int {
-	for i := 0; i < max(len(a), len(b)); i++ {
-		var x, y int
-		if i < len(a) {
-			x = a[i]
-		}
-		if i < len(b) {
-			y = b[i]
-		}
-		if x != y {
-			if x < y {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
-
 // SatisfiesPython evaluates a Requires-Python specifier (PEP 440 clauses
 // joined by commas: >=, >, <=, <, ==, !=, ~=, with ".*" for == and !=)
 // for a Python version such as "3.11" or "3.11.2". An empty specifier
 // admits every version.
 func SatisfiesPython(spec, python string) (bool, error) {
-	pv, ok := release(python)
-	if !ok {
-		return false, fmt.Errorf("python version %q is not N.N(.N)", python)
+	pv, err := version.Parse(strings.TrimSpace(python))
+	if err != nil {
+		return false, fmt.Errorf("python version: %w", err)
 	}
 	for _, clause := range strings.Split(spec, ",") {
 		c := strings.TrimSpace(clause)
@@ -129,8 +89,8 @@ func SatisfiesPython(spec, python string) (bool, error) {
 		}
 		vs := strings.TrimSpace(c[len(op):])
 		wild := strings.HasSuffix(vs, ".*")
-		v, ok := release(strings.TrimSuffix(vs, ".*"))
-		if !ok {
+		v, err := version.Parse(strings.TrimSuffix(vs, ".*"))
+		if err != nil {
 			return false, fmt.Errorf("Requires-Python clause %q: %q is not a release version", c, vs)
 		}
 		var hold bool
@@ -138,25 +98,25 @@ func SatisfiesPython(spec, python string) (bool, error) {
 		case "==", "!=":
 			eq := false
 			if wild {
-				eq = len(pv) >= len(v) && compare(pv[:len(v)], v) == 0
+				eq = len(pv) >= len(v) && pv[:len(v)].Compare(v) == 0
 			} else {
-				eq = compare(pv, v) == 0
+				eq = pv.Compare(v) == 0
 			}
 			hold = eq == (op == "==")
 		case ">=":
-			hold = compare(pv, v) >= 0
+			hold = pv.Compare(v) >= 0
 		case ">":
-			hold = compare(pv, v) > 0
+			hold = pv.Compare(v) > 0
 		case "<=":
-			hold = compare(pv, v) <= 0
+			hold = pv.Compare(v) <= 0
 		case "<":
-			hold = compare(pv, v) < 0
+			hold = pv.Compare(v) < 0
 		case "~=":
 			if len(v) < 2 {
 				return false, fmt.Errorf("Requires-Python clause %q: ~= needs two release segments", c)
 			}
 			prefix := v[:len(v)-1]
-			hold = compare(pv, v) >= 0 && len(pv) >= len(prefix) && compare(pv[:len(prefix)], prefix) == 0
+			hold = pv.Compare(v) >= 0 && len(pv) >= len(prefix) && pv[:len(prefix)].Compare(prefix) == 0
 		}
 		if !hold {
 			return false, nil

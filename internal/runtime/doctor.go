@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"golang.org/x/sys/unix"
+
+	"imagectl/internal/version"
 )
 
 // Check statuses.
@@ -114,7 +116,7 @@ func diagnoseGPU(cfg Config, env []string, o options) Check {
 	}
 	c.Found = fmt.Sprintf("driver %s, %d GPU(s)", d.Version, len(d.GPUs))
 	if cfg.DriverFloor != "" {
-		if cmp, err := CompareVersions(d.Version, cfg.DriverFloor); err == nil && cmp < 0 {
+		if cmp, err := version.Compare(d.Version, strings.TrimSpace(cfg.DriverFloor)); err == nil && cmp < 0 {
 			c.Status = StatusFail
 			c.Found += fmt.Sprintf(", below this image's floor %s", cfg.DriverFloor)
 			c.Fix = (&DriverTooOldError{Found: d.Version, Floor: cfg.DriverFloor, CUDA: cfg.Image.CUDA}).Error()

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"imagectl/internal/exitcode"
+	"imagectl/internal/version"
 )
 
 // Driver is what the kernel module says about the NVIDIA driver and GPUs.
@@ -78,7 +79,7 @@ func parseDriverVersion(s string) (string, error) {
 	}
 	for _, f := range strings.Fields(line) {
 		if strings.Contains(f, ".") {
-			if _, err := parseVersion(f); err == nil {
+			if _, err := version.Parse(f); err == nil {
 				return f, nil
 			}
 		}
@@ -112,49 +113,6 @@ func readGPU(path string) (GPU, error) {
 		}
 	}
 	return g, sc.Err()
-}
-
-// parseVersion splits a dotted numeric version ("525.60.13") into numbers.
-func parseVersion(s string) ([]int, error) {
-	parts := strings.Split(strings.TrimSpace(s), ".")
-	out := make([]int, len(parts))
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("version %q: want numbers separated by dots, like 525.60.13", s)
-		}
-		out[i] = n
-	}
-	return out, nil
-}
-
-// CompareVersions compares dotted numeric versions numerically, so that
-// 525.60.13 < 525.105.17: it returns -1, 0 or +1. Missing parts count as 0.
-func CompareVersions(a, b string) (int, error) {
-	va, err := parseVersion(a)
-	if err != nil {
-		return 0, err
-	}
-	vb, err := parseVersion(b)
-	if err != nil {
-		return 0, err
-	}
-	for i := 0; i < max(len(va), len(vb)); i++ {
-		var x, y int
-		if i < len(va) {
-			x = va[i]
-		}
-		if i < len(vb) {
-			y = vb[i]
-		}
-		if x != y {
-			if x < y {
-				return -1, nil
-			}
-			return 1, nil
-		}
-	}
-	return 0, nil
 }
 
 // DriverTooOldError says the driver is below the image's floor.

@@ -29,29 +29,6 @@ func TestParseDriverVersion(t *testing.T) {
 	}
 }
 
-func TestCompareVersions(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		want int
-	}{
-		{"525.60.13", "525.60.13", 0},
-		{"525.105.17", "525.60.13", 1}, // numeric, not lexical
-		{"525.60.9", "525.60.13", -1},
-		{"470.239.06", "525.60.13", -1},
-		{"580.159.04", "525.60.13", 1},
-		{"525.60", "525.60.0", 0},
-		{"1000.0.0", "999.99.99", 1},
-	} {
-		got, err := CompareVersions(tc.a, tc.b)
-		if err != nil || got != tc.want {
-			t.Errorf("CompareVersions(%q, %q) = %d, %v; want %d", tc.a, tc.b, got, err, tc.want)
-		}
-	}
-	if _, err := CompareVersions("525.x", "1"); err == nil {
-		t.Errorf("CompareVersions(%q) = nil error, want one", "525.x")
-	}
-}
-
 // fakeGPUHost writes a /proc and /dev with the given driver version and
 // GPUs (minor numbers); nodes lists the minors that get a device node.
 func fakeGPUHost(t *testing.T, version string, minors []int, nodes []int) (proc, dev string) {

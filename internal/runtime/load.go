@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"imagectl/internal/version"
 )
 
 // Environment variables the platform may set to override the baked config.
@@ -73,7 +75,7 @@ func validate(c Config) error {
 		return fmt.Errorf("driver_policy %q: want warn or fail", c.DriverPolicy)
 	}
 	if c.DriverFloor != "" {
-		if _, err := parseVersion(c.DriverFloor); err != nil {
+		if _, err := version.Parse(strings.TrimSpace(c.DriverFloor)); err != nil {
 			return fmt.Errorf("driver_floor: %w", err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"imagectl/internal/logs"
+	"imagectl/internal/version"
 )
 
 // Prepared is what the init found and changed before the command starts.
@@ -159,7 +160,7 @@ func checkDriver(cfg Config, d Driver) error {
 	if d.Version == "" {
 		return errNoDriver
 	}
-	c, err := CompareVersions(d.Version, cfg.DriverFloor)
+	c, err := version.Compare(d.Version, strings.TrimSpace(cfg.DriverFloor))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"imagectl/internal/compat"
 	"imagectl/internal/initconfig"
+	"imagectl/internal/version"
 )
 
 // sizeUnits maps a size suffix to its multiplier: SI (kB, MB, ...) and
@@ -118,7 +119,7 @@ func checkRepo(s string) error {
 
 func checkVersion(parts int) func(string) error {
 	return func(s string) error {
-		if compat.IsVersion(s, parts) {
+		if version.Valid(s, parts) {
 			return nil
 		}
 		switch parts {
@@ -132,7 +133,7 @@ func checkVersion(parts int) func(string) error {
 }
 
 func checkPython(s string) error {
-	if !compat.IsVersion(s, 2) || !strings.HasPrefix(s, "3.") {
+	if !version.Valid(s, 2) || !strings.HasPrefix(s, "3.") {
 		return fmt.Errorf("python %q is not a Python 3 minor version such as \"3.11\"", s)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/version"
 )
 
 // bootstrap are distributions a venv carries without the lock asking for
@@ -22,7 +23,7 @@ func envChecks(l *lock.Lock, e envOut, digest string, secs float64) []Check {
 	switch {
 	case l.Core.Python == "":
 		py.Status, py.Threshold, py.Detail = Skip, "", "the lock names no Python version"
-	case !versionPrefix(l.Core.Python, e.Python):
+	case !version.HasPrefix(e.Python, l.Core.Python):
 		py.Status = Fail
 		py.Detail = fmt.Sprintf("lock has Python %s, image has %s (%s)", l.Core.Python, e.Python, e.Executable)
 	case l.Python.Path != "" && e.LockedInterpreter != "" && e.RealExecutable != e.LockedInterpreter:
@@ -142,7 +143,7 @@ func cudaToolkitCheck(want string, t cudaToolkitOut) Check {
 	default:
 		var bad []string
 		for _, s := range srcs {
-			ok := versionPrefix(want, s.version)
+			ok := version.HasPrefix(s.version, want)
 			if strings.HasPrefix(s.what, "deb ") {
 				ok = majorMinor(s.version) == majorMinor(want)
 			}
@@ -362,7 +363,7 @@ func torchChecks(l *lock.Lock, t torchOut, gpu bool, hostGPUs int, secs float64)
 		nc.Status, nc.Detail = Skip, "CPU-only image; torch reports no NCCL: "+t.NCCLError
 	case t.NCCL == nil:
 		nc.Status, nc.Detail = Fail, fmt.Sprintf("lock has NCCL %s, image's torch reports none %s", l.Core.NCCL, t.NCCLError)
-	case !versionPrefix(l.Core.NCCL, *t.NCCL):
+	case !version.HasPrefix(*t.NCCL, l.Core.NCCL):
 		nc.Status, nc.Detail = Fail, fmt.Sprintf("lock has NCCL %s, image has %s", l.Core.NCCL, *t.NCCL)
 	}
 	out = append(out, nc)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/version"
 )
 
 // These tests run on the GPU machine (hack/gpu/run.sh): go test -tags gpu.
@@ -21,7 +22,7 @@ func TestGPUNVMLProbe(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NVML.Probe() error = %v", err)
 	}
-	if _, err := parseVersion(h.DriverVersion); err != nil {
+	if _, err := version.Parse(h.DriverVersion); err != nil {
 		t.Errorf("driver version %q: %v", h.DriverVersion, err)
 	}
 	for _, g := range h.GPUs {

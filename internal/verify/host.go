@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/version"
 )
 
 // ErrNoGPU is returned by a GPUProber that finds no GPU: no driver library,
@@ -61,7 +62,7 @@ func hostChecks(l *lock.Lock, h Host, gpuErr error, secs float64, fromImage bool
 	case l.Core.DriverFloor == "":
 		drv.Status, drv.Threshold, drv.Detail = Pass, "", "the lock has no driver floor"
 	default:
-		ok, err := versionAtLeast(h.DriverVersion, l.Core.DriverFloor)
+		ok, err := version.AtLeast(h.DriverVersion, l.Core.DriverFloor)
 		switch {
 		case err != nil:
 			drv.Status, drv.Detail = Fail, err.Error()

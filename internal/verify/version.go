@@ -4,67 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"imagectl/internal/version"
 )
-
-// parseVersion splits a dotted numeric version ("580.159.04").
-func parseVersion(v string) ([]int, error) {
-	if v == "" {
-		return nil, fmt.Errorf("empty version")
-	}
-	parts := strings.Split(v, ".")
-	out := make([]int, len(parts))
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil {
-			return nil, fmt.Errorf("version %q: %q is not a number", v, p)
-		}
-		out[i] = n
-	}
-	return out, nil
-}
-
-// versionAtLeast reports whether have >= floor, comparing numerically
-// component by component (missing components are 0).
-func versionAtLeast(have, floor string) (bool, error) {
-	h, err := parseVersion(have)
-	if err != nil {
-		return false, err
-	}
-	f, err := parseVersion(floor)
-	if err != nil {
-		return false, err
-	}
-	for i := 0; i < max(len(h), len(f)); i++ {
-		var a, b int
-		if i < len(h) {
-			a = h[i]
-		}
-		if i < len(f) {
-			b = f[i]
-		}
-		if a != b {
-			return a > b, nil
-		}
-	}
-	return true, nil
-}
-
-// versionPrefix reports whether the components of want are a prefix of
-// have's: "3.11" matches "3.11.2", "9.1.0.70" matches a reported "9.1.0"
-// only through cudnnMatches.
-func versionPrefix(want, have string) bool {
-	w := strings.Split(want, ".")
-	h := strings.Split(have, ".")
-	if len(w) > len(h) {
-		return false
-	}
-	for i := range w {
-		if w[i] != h[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // cudaFromVariant maps a torch wheel variant to its CUDA runtime version:
 // "cu124" -> "12.4", "cu130" -> "13.0". It returns "" for "cpu" and
@@ -97,7 +39,7 @@ func cudnnMatches(locked, reported string) bool {
 	if len(l) > 3 {
 		l = l[:3]
 	}
-	return versionPrefix(strings.Join(l, "."), reported)
+	return version.HasPrefix(reported, strings.Join(l, "."))
 }
 
 // archSupports reports whether a torch wheel built for archs ("sm_80",

@@ -2,31 +2,6 @@ package verify
 
 import "testing"
 
-func TestVersionAtLeast(t *testing.T) {
-	for _, tc := range []struct {
-		have, floor string
-		want        bool
-	}{
-		{"580.159.04", "525.60.13", true},
-		{"525.60.13", "525.60.13", true},
-		{"525.60.12", "525.60.13", false},
-		{"470.256.02", "525.60.13", false},
-		{"580.65", "580.65.06", false},
-		{"1000.1", "999.99.99", true},
-	} {
-		got, err := versionAtLeast(tc.have, tc.floor)
-		if err != nil || got != tc.want {
-			t.Errorf("versionAtLeast(%q, %q) = %v, %v, want %v", tc.have, tc.floor, got, err, tc.want)
-		}
-	}
-	if _, err := versionAtLeast("", "1"); err == nil {
-		t.Errorf("versionAtLeast(\"\", \"1\") = nil error, want one")
-	}
-	if _, err := versionAtLeast("580.x", "1"); err == nil {
-		t.Errorf("versionAtLeast(\"580.x\", \"1\") = nil error, want one")
-	}
-}
-
 func TestCUDAFromVariant(t *testing.T) {
 	for in, want := range map[string]string{"cu118": "11.8", "cu124": "12.4", "cu130": "13.0", "cpu": "", "cuXY": "", "": ""} {
 		if got := cudaFromVariant(in); got != want {

@@ -21,6 +21,7 @@ import (
 
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
+	"imagectl/internal/pep"
 	"imagectl/internal/spec"
 	"imagectl/internal/testenv"
 	"imagectl/internal/wheelhouse"
@@ -230,7 +231,7 @@ func (e *e2e) wheel(t testing.TB, s wheelhouse.Spec) lock.Wheel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lock.Wheel{Name: wheelhouse.Normalize(f.Project), Version: f.Version, Filename: f.Filename,
+	return lock.Wheel{Name: pep.Normalize(f.Project), Version: f.Version, Filename: f.Filename,
 		URL: e.files + f.Filename, SHA256: f.SHA256, Size: f.Size}
 }
 

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"imagectl/internal/pep"
 )
 
 // aptArg is what a spec's apt entry may be: a Debian package name with an
@@ -121,7 +123,7 @@ func parsePrintURIs(b []byte) ([]Deb, error) {
 			return nil, fmt.Errorf("line %d: size %q is not a positive integer", n, f[2])
 		}
 		algo, sum, ok := strings.Cut(f[3], ":")
-		if !ok || !strings.EqualFold(algo, "SHA256") || !isHex(sum, 64) {
+		if !ok || !strings.EqualFold(algo, "SHA256") || !pep.IsSHA256(sum) {
 			return nil, fmt.Errorf("line %d: %s has no SHA256 (got %q)", n, f[1], f[3])
 		}
 		name, version, arch, err := splitDebName(f[1])
@@ -153,16 +155,4 @@ func splitDebName(file string) (name, version, arch string, err error) {
 		parts[i] = v
 	}
 	return parts[0], parts[1], parts[2], nil
-}
-
-func isHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }

@@ -17,7 +17,7 @@ import (
 	"imagectl/internal/atomicfile"
 	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
-	"imagectl/internal/pyindex"
+	"imagectl/internal/pep"
 	"imagectl/internal/spec"
 	"imagectl/internal/testenv"
 	"imagectl/internal/wheelhouse"
@@ -123,7 +123,7 @@ func BenchmarkLockMatrix(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for _, offered := range resolvers {
-				w, ok := pyindex.ParseWheelName(filepath.Base(offered[len(offered)-1]))
+				w, ok := pep.ParseWheel(filepath.Base(offered[len(offered)-1]))
 				if !ok {
 					b.Fatalf("%s is not a wheel name", offered[len(offered)-1])
 				}

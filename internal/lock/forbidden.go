@@ -10,6 +10,7 @@ import (
 	"pault.ag/go/debian/control"
 	"pault.ag/go/debian/dependency"
 
+	"imagectl/internal/pep"
 	"imagectl/internal/spec"
 )
 
@@ -60,7 +61,7 @@ func checkForbidden(ctx context.Context, r Runner, img spec.Image, image string,
 			continue
 		}
 		for _, w := range res.Wheels {
-			if w.Name != normalize(f) {
+			if w.Name != pep.Normalize(f) {
 				continue
 			}
 			e := &ForbiddenError{Image: img.Name, Kind: "pip", Package: w.Name, Version: w.Version}

@@ -12,6 +12,7 @@ import (
 
 	"imagectl/internal/auth"
 	"imagectl/internal/logs"
+	"imagectl/internal/pep"
 )
 
 // PipError reports that pip could not resolve the requirements; Output is
@@ -77,12 +78,12 @@ func heldBack(log []byte, wheels []Wheel) []held {
 		if u, err := url.PathUnescape(f); err == nil {
 			f = u
 		}
-		parts := strings.SplitN(strings.TrimSuffix(f, ".whl"), "-", 3)
-		if len(parts) < 3 {
+		w, ok := pep.ParseWheel(f)
+		if !ok {
 			continue
 		}
-		if n := normalize(parts[0]); first[n] == "" {
-			first[n] = parts[1]
+		if first[w.Name] == "" {
+			first[w.Name] = w.Version
 		}
 	}
 	var out []held
@@ -105,7 +106,7 @@ func (p pipRequest) files() (map[string][]byte, string, error) {
 		}
 		// The name in normal form, as the index proxy serves every name.
 		n := pipReq.FindString(r)
-		b.WriteString(normalize(n) + r[len(n):] + "\n")
+		b.WriteString(pep.Normalize(n) + r[len(n):] + "\n")
 	}
 	if !pythonMinor.MatchString(p.Python) {
 		return nil, "", fmt.Errorf("python %q is not MAJOR.MINOR (e.g. 3.11)", p.Python)
@@ -199,7 +200,7 @@ func parseReport(b []byte) (*pipResult, error) {
 		res.Python = rep.Environment.PythonVersion
 	}
 	for _, it := range rep.Install {
-		name := normalize(it.Metadata.Name)
+		name := pep.Normalize(it.Metadata.Name)
 		if name == "" || it.Metadata.Version == "" {
 			return nil, fmt.Errorf("pip's report has an entry without name or version (%s)", it.DownloadInfo.URL)
 		}
@@ -224,7 +225,7 @@ func parseReport(b []byte) (*pipResult, error) {
 				}
 			}
 		}
-		if !isHex(sum, 64) {
+		if !pep.IsSHA256(sum) {
 			return nil, fmt.Errorf("%s %s: the index gives no sha256 for %s; the lock needs one for every wheel", name, it.Metadata.Version, u.String())
 		}
 		if _, dup := res.items[name]; dup {
@@ -237,16 +238,9 @@ func parseReport(b []byte) (*pipResult, error) {
 	return res, nil
 }
 
-var nameRun = regexp.MustCompile(`[-_.]+`)
-
-// normalize is the PEP 503 normal form of a project name.
-func normalize(name string) string {
-	return strings.ToLower(nameRun.ReplaceAllString(strings.TrimSpace(name), "-"))
-}
-
 // reqName is the normalized project name of a requirement string.
 func reqName(req string) string {
-	return normalize(pipReq.FindString(strings.TrimSpace(req)))
+	return pep.Normalize(pipReq.FindString(strings.TrimSpace(req)))
 }
 
 // pins returns the "==" versions that a Requires-Dist list pins for

@@ -16,6 +16,7 @@ import (
 	"imagectl/internal/auth"
 	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
+	"imagectl/internal/pep"
 	"imagectl/internal/pyindex"
 	"imagectl/internal/spec"
 	"imagectl/internal/version"
@@ -228,7 +229,7 @@ func resolveOne(ctx context.Context, img spec.Image, o *options, p plan, plat v1
 	}
 	frozen := make([]string, 0, len(img.Frozen))
 	for _, f := range img.Frozen {
-		frozen = append(frozen, normalize(f))
+		frozen = append(frozen, pep.Normalize(f))
 	}
 	rt := img.Runtime
 	if rt.DriverFloor == "" {

@@ -10,6 +10,7 @@ import (
 	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
+	"imagectl/internal/pep"
 	"imagectl/internal/pyindex"
 	"imagectl/internal/spec"
 	"imagectl/internal/version"
@@ -128,6 +129,6 @@ func pickResolver(ctx context.Context, proxy *pyindex.Proxy, img spec.Image, kee
 	} else if f, err = pyindex.NewestPure(files, "pip", img.Python, minPip); err != nil {
 		return Wheel{}, pyindex.File{}, fmt.Errorf("image %s: %s: %w", img.Name, auth.Redact(ix), err)
 	}
-	w, _ := pyindex.ParseWheelName(f.Filename)
+	w, _ := pep.ParseWheel(f.Filename)
 	return Wheel{Name: "pip", Version: w.Version, Filename: f.Filename, URL: f.URL, SHA256: f.SHA256, Index: ix}, f, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"imagectl/internal/pep"
 	"imagectl/internal/spec"
 	"imagectl/internal/version"
 )
@@ -59,7 +60,7 @@ func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*L
 		frozen["torch"] = true
 	}
 	for _, f := range img.Frozen {
-		frozen[normalize(f)] = true
+		frozen[pep.Normalize(f)] = true
 	}
 	// One plan per platform, each from that platform's resolution: its own
 	// wheels are held as constraints, its own base and debs kept.
@@ -83,14 +84,14 @@ func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*L
 	for _, n := range o.packages {
 		found := false
 		for _, ol := range olds {
-			if slices.ContainsFunc(ol.Pip, func(w Wheel) bool { return w.Name == normalize(n) }) || slices.ContainsFunc(ol.Apt, func(d Deb) bool { return d.Name == n }) {
+			if slices.ContainsFunc(ol.Pip, func(w Wheel) bool { return w.Name == pep.Normalize(n) }) || slices.ContainsFunc(ol.Apt, func(d Deb) bool { return d.Name == n }) {
 				found = true
 			}
 		}
 		if !found {
 			return nil, fmt.Errorf("image %s: --package %s is not in the lock", img.Name, n)
 		}
-		if frozen[normalize(n)] {
+		if frozen[pep.Normalize(n)] {
 			return nil, fmt.Errorf("image %s: --package %s is frozen; --upgrade never moves it", img.Name, n)
 		}
 	}
@@ -136,8 +137,8 @@ func upgradePlan(ol *Lock, packages []string, frozen map[string]bool) plan {
 	only := map[string]bool{}
 	aptTouched := len(packages) == 0
 	for _, n := range packages {
-		if slices.ContainsFunc(ol.Pip, func(w Wheel) bool { return w.Name == normalize(n) }) {
-			only[normalize(n)] = true
+		if slices.ContainsFunc(ol.Pip, func(w Wheel) bool { return w.Name == pep.Normalize(n) }) {
+			only[pep.Normalize(n)] = true
 		}
 		if slices.ContainsFunc(ol.Apt, func(d Deb) bool { return d.Name == n }) {
 			aptTouched = true

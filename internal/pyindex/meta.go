@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 
 	"imagectl/internal/atomicfile"
+	"imagectl/internal/pep"
 )
 
 // Stats counts what a Proxy fetched from the upstream indexes.
@@ -83,7 +84,7 @@ func (c *client) do(req *http.Request) (*http.Response, error) {
 // own metadata file; else by range requests on the wheel; else by reading
 // the whole wheel once (its sha256 checked).
 func (c *client) metadata(ctx context.Context, f File) ([]byte, error) {
-	if !isHex(f.SHA256, 64) {
+	if !pep.IsSHA256(f.SHA256) {
 		return nil, fmt.Errorf("%s: the index gives no sha256, so its metadata cannot be cached or checked", f.Filename)
 	}
 	path := filepath.Join(c.cacheDir, "metadata", f.SHA256+".metadata")
@@ -355,8 +356,8 @@ func metadataFromZip(r io.ReaderAt, size int64, filename string) ([]byte, error)
 		return nil, fmt.Errorf("reading wheel %s: %w", filename, err)
 	}
 	want := ""
-	if parts := strings.SplitN(strings.TrimSuffix(filename, ".whl"), "-", 3); len(parts) == 3 {
-		want = strings.ToLower(parts[0] + "-" + parts[1] + ".dist-info/METADATA")
+	if w, ok := pep.ParseWheel(filename); ok {
+		want = strings.ToLower(w.Dist + "-" + w.Version + ".dist-info/METADATA")
 	}
 	var found *zip.File
 	for _, zf := range zr.File {
@@ -467,16 +468,4 @@ func (r *rangeReader) block(i int64) ([]byte, error) {
 	r.blocks[i] = b
 	r.mu.Unlock()
 	return b, nil
-}
-
-func isHex(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

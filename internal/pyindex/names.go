@@ -3,6 +3,8 @@ package pyindex
 import (
 	"bytes"
 	"regexp"
+
+	"imagectl/internal/pep"
 )
 
 // reqName is the project name at the start of a Requires-Dist value.
@@ -29,7 +31,7 @@ func normalizeNames(meta []byte) []byte {
 			}
 			v := bytes.TrimLeft(rest, " \t")
 			if n := reqName.Find(v); n != nil {
-				lines[i] = append(append([]byte(key+" "), Normalize(string(n))...), v[len(n):]...)
+				lines[i] = append(append([]byte(key+" "), pep.Normalize(string(n))...), v[len(n):]...)
 			}
 		}
 	}

@@ -16,10 +16,11 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"golang.org/x/net/html"
+
+	"imagectl/internal/pep"
 )
 
 // File is one distribution file a project page lists.
@@ -68,7 +69,7 @@ const accept = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple
 // ProjectURL is the page of project name under index (PEP 503: the
 // normalized name and a trailing slash).
 func ProjectURL(index, name string) string {
-	return strings.TrimRight(index, "/") + "/" + Normalize(name) + "/"
+	return strings.TrimRight(index, "/") + "/" + pep.Normalize(name) + "/"
 }
 
 // fetchPage reads the project page of name on index: JSON when the server
@@ -273,13 +274,6 @@ func metadataField(raw json.RawMessage) (bool, string) {
 		return true, strings.ToLower(h["sha256"])
 	}
 	return false, ""
-}
-
-var nameRun = regexp.MustCompile(`[-_.]+`)
-
-// Normalize is the PEP 503 normal form of a project name.
-func Normalize(name string) string {
-	return strings.ToLower(nameRun.ReplaceAllString(strings.TrimSpace(name), "-"))
 }
 
 // redactURL drops user info from a URL for messages.

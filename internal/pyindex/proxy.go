@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"imagectl/internal/pep"
 )
 
 // Routes say which index each project comes from: exactly one, so a
@@ -47,7 +49,7 @@ var torchNames = []string{"torch", "torchvision", "torchaudio", "triton", "pytor
 // torch variant's index provides: torch, torchvision, torchaudio, triton,
 // pytorch-triton and nvidia-*.
 func IsTorchProject(name string) bool {
-	n := Normalize(name)
+	n := pep.Normalize(name)
 	return slices.Contains(torchNames, n) || strings.HasPrefix(n, "nvidia-")
 }
 
@@ -243,7 +245,7 @@ func (p *Proxy) Lookup(rawURL string) (Served, bool) {
 // gave them: the torch index for the PyTorch projects, else the first of
 // the other indexes that has the project.
 func (p *Proxy) Project(ctx context.Context, name string) (string, []File, error) {
-	n := Normalize(name)
+	n := pep.Normalize(name)
 	p.mu.Lock()
 	pg, ok := p.pages[n]
 	p.mu.Unlock()
@@ -299,7 +301,7 @@ func (p *Proxy) route(ctx context.Context, n string) page {
 // fileKey names a file in the proxy's URLs: its sha256, or a hash of its
 // URL when the index gives none.
 func fileKey(f File) string {
-	if isHex(f.SHA256, 64) {
+	if pep.IsSHA256(f.SHA256) {
 		return f.SHA256
 	}
 	s := sha256.Sum256([]byte(f.URL))
@@ -345,7 +347,7 @@ func (p *Proxy) servePage(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if n := Normalize(raw); n != raw || !strings.HasSuffix(r.URL.Path, "/") {
+	if n := pep.Normalize(raw); n != raw || !strings.HasSuffix(r.URL.Path, "/") {
 		http.Redirect(w, r, strings.TrimPrefix(p.root(), "http://"+p.ln.Addr().String())+"/simple/"+n+"/", http.StatusMovedPermanently)
 		return
 	}
@@ -372,7 +374,7 @@ func (p *Proxy) servePage(w http.ResponseWriter, r *http.Request) {
 		if f.Yanked {
 			fmt.Fprintf(&b, " data-yanked=\"%s\"", html.EscapeString(f.YankedReason))
 		}
-		if strings.HasSuffix(f.Filename, ".whl") && isHex(f.SHA256, 64) && !p.noMetadata.Load() {
+		if strings.HasSuffix(f.Filename, ".whl") && pep.IsSHA256(f.SHA256) && !p.noMetadata.Load() {
 			// The hash of the metadata is unknown until it is read: PEP 714
 			// allows "true".
 			b.WriteString(` data-core-metadata="true" data-dist-info-metadata="true"`)
@@ -416,7 +418,7 @@ func (p *Proxy) serveFile(w http.ResponseWriter, r *http.Request) {
 	// files: a file with a sha256 comes from the wheel cache, read from
 	// upstream at most once (streamed to this client as it is cached); any
 	// other is streamed through.
-	if isHex(s.SHA256, 64) {
+	if pep.IsSHA256(s.SHA256) {
 		p.serveWheel(w, r, s)
 		return
 	}

@@ -4,27 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"imagectl/internal/pep"
 	"imagectl/internal/version"
 )
-
-// Wheel is what a wheel's file name says (PEP 427).
-type Wheel struct {
-	Name, Version, Tags string
-}
-
-// ParseWheelName splits NAME-VERSION(-BUILD)?-PY-ABI-PLATFORM.whl.
-func ParseWheelName(filename string) (Wheel, bool) {
-	base, ok := strings.CutSuffix(filename, ".whl")
-	if !ok {
-		return Wheel{}, false
-	}
-	parts := strings.Split(base, "-")
-	if len(parts) != 5 && len(parts) != 6 {
-		return Wheel{}, false
-	}
-	n := len(parts)
-	return Wheel{Name: Normalize(parts[0]), Version: parts[1], Tags: strings.Join(parts[n-3:], "-")}, true
-}
 
 // pureTags are the wheel tags any CPython 3 runs.
 var pureTags = map[string]bool{"py3-none-any": true, "py2.py3-none-any": true}
@@ -36,14 +18,14 @@ var pureTags = map[string]bool{"py3-none-any": true, "py2.py3-none-any": true}
 func NewestPure(files []File, project, python, minVersion string) (File, error) {
 	var best File
 	var bestV version.Numeric
-	project = Normalize(project)
+	project = pep.Normalize(project)
 	floor, err := version.Parse(minVersion)
 	if err != nil {
 		return File{}, fmt.Errorf("minimum version: %w", err)
 	}
 	for _, f := range files {
-		w, ok := ParseWheelName(f.Filename)
-		if !ok || w.Name != project || !pureTags[w.Tags] || f.Yanked || !isHex(f.SHA256, 64) {
+		w, ok := pep.ParseWheel(f.Filename)
+		if !ok || w.Name != project || !pureTags[w.Tags] || f.Yanked || !pep.IsSHA256(f.SHA256) {
 			continue
 		}
 		v, err := version.Parse(w.Version)

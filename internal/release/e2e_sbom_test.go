@@ -16,6 +16,7 @@ import (
 
 	"imagectl/internal/build"
 	"imagectl/internal/lock"
+	"imagectl/internal/pep"
 	"imagectl/internal/sbom"
 	"imagectl/internal/sbom/sbomtest"
 	"imagectl/internal/sign"
@@ -173,7 +174,7 @@ else python3 -m pip --python ` + build.VenvPath + `/bin/python list --format jso
 	}
 	var imagePy []string
 	for _, p := range pipList {
-		imagePy = append(imagePy, sbom.Normalize(p.Name)+"="+p.Version)
+		imagePy = append(imagePy, pep.Normalize(p.Name)+"="+p.Version)
 	}
 	slices.Sort(imageDebs)
 	slices.Sort(imagePy)

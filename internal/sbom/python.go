@@ -6,6 +6,8 @@ import (
 	"net/mail"
 	"regexp"
 	"strings"
+
+	"imagectl/internal/pep"
 )
 
 // parseMetadata reads a dist-info METADATA file (core metadata, in the
@@ -23,7 +25,7 @@ func parseMetadata(p string, b []byte) (Package, error) {
 	if name == "" || version == "" {
 		return Package{}, fmt.Errorf("parsing %s: Name and Version are required", p)
 	}
-	pkg := Package{Type: TypePyPI, Name: Normalize(name), Version: version}
+	pkg := Package{Type: TypePyPI, Name: pep.Normalize(name), Version: version}
 	// Only the PEP 639 expression: the older License field is free text
 	// (often the whole license), no claim to pass on.
 	if lic := strings.Join(strings.Fields(m.Header.Get("License-Expression")), " "); licenseExpression.MatchString(lic) && balanced(lic) {
@@ -51,9 +53,3 @@ func balanced(s string) bool {
 	}
 	return n == 0
 }
-
-var pep503 = regexp.MustCompile(`[-_.]+`)
-
-// Normalize is a project name as PEP 503 normalizes it (what the lock
-// records and the PURL spec asks for pypi names).
-func Normalize(name string) string { return strings.ToLower(pep503.ReplaceAllString(name, "-")) }

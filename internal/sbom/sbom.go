@@ -26,6 +26,7 @@ import (
 	"imagectl/internal/build"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
+	"imagectl/internal/pep"
 )
 
 // Package types.
@@ -204,7 +205,7 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 	}
 	wheels := map[string]lock.Wheel{}
 	for _, w := range locked {
-		wheels[Normalize(w.Name)] = w
+		wheels[pep.Normalize(w.Name)] = w
 	}
 	seen := map[string]bool{}
 	var metas []string
@@ -241,7 +242,7 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 		}
 	}
 	for _, w := range locked {
-		if !seen[Normalize(w.Name)] {
+		if !seen[pep.Normalize(w.Name)] {
 			return nil, mismatch(l, "locked wheel %s %s is not installed in %s", w.Name, w.Version, build.VenvPath)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"imagectl/internal/atomicfile"
+	"imagectl/internal/pep"
 )
 
 // JSONType is the PEP 691 media type of the JSON index pages.
@@ -130,7 +131,7 @@ func groupWheels(wheels []string, each func(path string, meta []byte) error) (by
 				return nil, nil, nil, err
 			}
 		}
-		n := Normalize(f.Project)
+		n := pep.Normalize(f.Project)
 		byProject[n] = append(byProject[n], f)
 		all = append(all, f)
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"imagectl/internal/pep"
 )
 
 // Handler serves the index at dir: /simple/ (HTML, or PEP 691 JSON when the
@@ -31,7 +33,7 @@ func Handler(dir string) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		if n := Normalize(rel); rel != "" && n != rel {
+		if n := pep.Normalize(rel); rel != "" && n != rel {
 			// PEP 503: redirect to the normalized name.
 			http.Redirect(w, r, "/simple/"+n+"/", http.StatusMovedPermanently)
 			return

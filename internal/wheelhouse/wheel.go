@@ -22,6 +22,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"imagectl/internal/pep"
 )
 
 // Spec describes one wheel.
@@ -51,17 +53,11 @@ var zipTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 var (
 	nameRE    = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
 	versionRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*([a-z0-9.+!-]*)$`)
-	normRE    = regexp.MustCompile(`[-_.]+`)
 )
-
-// Normalize returns the PEP 503 normalized form of a project name.
-func Normalize(name string) string {
-	return strings.ToLower(normRE.ReplaceAllString(name, "-"))
-}
 
 // module is the importable package (and dist-info prefix) for a project name.
 func module(name string) string {
-	return strings.ReplaceAll(Normalize(name), "-", "_")
+	return strings.ReplaceAll(pep.Normalize(name), "-", "_")
 }
 
 func (s Spec) validate() error {
@@ -195,7 +191,7 @@ func Build(w io.Writer, s Spec) error {
 // writePayload writes s.PayloadBytes pseudo-random bytes seeded by the name
 // and version, so the data does not compress and is the same on every run.
 func writePayload(w io.Writer, s Spec) error {
-	seed := sha256.Sum256([]byte(Normalize(s.Name) + "==" + s.Version))
+	seed := sha256.Sum256([]byte(pep.Normalize(s.Name) + "==" + s.Version))
 	rng := rand.NewChaCha8(seed)
 	buf := make([]byte, 1<<20)
 	for left := s.PayloadBytes; left > 0; {

@@ -134,11 +134,3 @@ func TestBuildRejectsBadSpecs(t *testing.T) {
 		})
 	}
 }
-
-func TestNormalize(t *testing.T) {
-	for in, want := range map[string]string{"Demo_Core": "demo-core", "a.b--c": "a-b-c", "x": "x"} {
-		if got := Normalize(in); got != want {
-			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

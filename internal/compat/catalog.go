@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 
+	"imagectl/internal/pep"
 	"imagectl/internal/version"
 )
 
@@ -54,6 +55,13 @@ type Wheel struct {
 	// IndexPath is the variant's path under the PyTorch wheel index
 	// ("whl/cu124"); the index's base URL comes from the spec.
 	IndexPath string `json:"index_path"`
+	// TorchIndexProjects are the projects that come from the variant's
+	// PyTorch index alone, never from another index (normalized names; a
+	// trailing "*" matches a prefix: "nvidia-*"). The set changes between
+	// torch releases (2.11 adds cuda-toolkit and cuda-bindings);
+	// TorchIndexProjectsSource says where it comes from.
+	TorchIndexProjects       []string `json:"torch_index_projects"`
+	TorchIndexProjectsSource string   `json:"torch_index_projects_source"`
 	// DefaultIndex marks the variant that a plain "torch==V" from the
 	// default Python package index installs.
 	DefaultIndex bool  `json:"default_index,omitempty"`
@@ -129,6 +137,9 @@ func parse(b []byte) (*Catalog, error) {
 			if w.Source == "" || w.IndexPath == "" || len(w.Python) == 0 {
 				return nil, fmt.Errorf("torch %s %s: source, index_path and python are required", r.Version, w.Variant)
 			}
+			if err := checkTorchIndexProjects(w); err != nil {
+				return nil, fmt.Errorf("torch %s %s: %w", r.Version, w.Variant, err)
+			}
 			if len(w.Platforms) == 0 || w.PlatformsSource == "" {
 				return nil, fmt.Errorf("torch %s %s: platforms and platforms_source are required", r.Version, w.Variant)
 			}
@@ -148,6 +159,31 @@ func parse(b []byte) (*Catalog, error) {
 		}
 	}
 	return &c, nil
+}
+
+func checkTorchIndexProjects(w *Wheel) error {
+	if len(w.TorchIndexProjects) == 0 || w.TorchIndexProjectsSource == "" {
+		return fmt.Errorf("torch_index_projects and torch_index_projects_source are required")
+	}
+	for _, p := range w.TorchIndexProjects {
+		name, _ := strings.CutSuffix(p, "*")
+		if name == "" || pep.Normalize(name) != name || strings.Contains(name, "*") {
+			return fmt.Errorf("torch_index_projects: %q is not a normalized project name or a NAME-PREFIX* pattern", p)
+		}
+	}
+	return nil
+}
+
+// FromTorchIndex reports whether project (any spelling) comes from this
+// variant's PyTorch index alone (TorchIndexProjects).
+func (w Wheel) FromTorchIndex(project string) bool {
+	n := pep.Normalize(project)
+	for _, p := range w.TorchIndexProjects {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(n, prefix) || p == n {
+			return true
+		}
+	}
+	return false
 }
 
 // Digest returns "sha256:<hex>" of the embedded catalog. Locks record it so

@@ -69,17 +69,51 @@ func TestDigest(t *testing.T) {
 }
 
 func TestParseRejects(t *testing.T) {
-	for _, tc := range []struct{ name, json string }{
-		{"unknown field", `{"schema":1,"torch":[],"cuda":[],"extra":1}`},
-		{"wrong schema", `{"schema":2,"torch":[],"cuda":[]}`},
-		{"wheel without source", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"]}]}],"cuda":[]}`},
-		{"cuda wheel without pins", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cu124","cuda":"12.4","index_path":"whl/cu124","python":["3.11"],"source":"s"}]}],"cuda":[]}`},
-		{"wheel without platforms", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"],"source":"s"}]}],"cuda":[]}`},
-		{"wheel on an unknown platform", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"],"source":"s","platforms":["linux/s390x"],"platforms_source":"s"}]}],"cuda":[]}`},
-		{"floor without source", `{"schema":1,"torch":[],"cuda":[{"version":"12.1","native":"530.30.02","minor_compat":"525.60.13"}]}`},
+	const tip = `"torch_index_projects":["torch","nvidia-*"],"torch_index_projects_source":"s",`
+	for _, tc := range []struct{ name, json, want string }{
+		{"unknown field", `{"schema":1,"torch":[],"cuda":[],"extra":1}`, "unknown field"},
+		{"wrong schema", `{"schema":2,"torch":[],"cuda":[]}`, "schema 2"},
+		{"wheel without source", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"]}]}],"cuda":[]}`, "source, index_path and python"},
+		{"cuda wheel without pins", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cu124","cuda":"12.4","index_path":"whl/cu124",` + tip + `"python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, "nccl and cudnn"},
+		{"wheel without torch index projects", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, "torch_index_projects and"},
+		{"torch index project not normalized", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","torch_index_projects":["Torch_Vision"],"torch_index_projects_source":"s","python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, `"Torch_Vision"`},
+		{"torch index pattern in the middle", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","torch_index_projects":["nv*dia"],"torch_index_projects_source":"s","python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, `"nv*dia"`},
+		{"wheel without platforms", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu",` + tip + `"python":["3.11"],"source":"s"}]}],"cuda":[]}`, "platforms and platforms_source"},
+		{"wheel on an unknown platform", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu",` + tip + `"python":["3.11"],"source":"s","platforms":["linux/s390x"],"platforms_source":"s"}]}],"cuda":[]}`, `"linux/s390x"`},
+		{"floor without source", `{"schema":1,"torch":[],"cuda":[{"version":"12.1","native":"530.30.02","minor_compat":"525.60.13"}]}`, `cuda "12.1"`},
 	} {
-		if _, err := parse([]byte(tc.json)); err == nil {
-			t.Errorf("parse(%s) = nil error, want one", tc.name)
+		if _, err := parse([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parse(%s) = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestFromTorchIndex(t *testing.T) {
+	cu124, ok1 := LookupWheel("2.6.0", "cu124")
+	cu130, ok2 := LookupWheel("2.11.0", "cu130")
+	if !ok1 || !ok2 {
+		t.Fatalf("LookupWheel: want torch 2.6.0 cu124 and 2.11.0 cu130 in the catalog")
+	}
+	for _, tc := range []struct {
+		project       string
+		want124, w130 bool
+	}{
+		{"torch", true, true},
+		{"TorchVision", true, true},
+		{"pytorch_triton", true, true},
+		{"nvidia-nccl-cu12", true, true},
+		{"nvidia_cudnn_cu13", true, true},
+		{"cuda-toolkit", false, true},
+		{"cuda_bindings", false, true},
+		{"numpy", false, false},
+		{"nvidia", false, false},
+		{"torchx", false, false},
+	} {
+		if got := cu124.FromTorchIndex(tc.project); got != tc.want124 {
+			t.Errorf("2.6.0 cu124 FromTorchIndex(%q) = %v, want %v", tc.project, got, tc.want124)
+		}
+		if got := cu130.FromTorchIndex(tc.project); got != tc.w130 {
+			t.Errorf("2.11.0 cu130 FromTorchIndex(%q) = %v, want %v", tc.project, got, tc.w130)
 		}
 	}
 }

@@ -287,9 +287,10 @@ func (c fakeCatalog) Check(r compat.Request) (compat.Resolved, []compat.Problem)
 	var res compat.Resolved
 	if r.Torch != "" {
 		res.Wheel = compat.Wheel{Torch: r.Torch, Variant: "cu124", CUDA: "12.4", IndexPath: "whl/cu124",
-			NCCL:  &compat.Pin{Package: "nvidia-nccl-cu12", Version: "2.21.5"},
-			CUDNN: &compat.Pin{Package: "nvidia-cudnn-cu12", Version: "9.1.0.70"},
-			Archs: []string{"sm_90", "sm_80"}}
+			TorchIndexProjects: []string{"torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "nvidia-*"},
+			NCCL:               &compat.Pin{Package: "nvidia-nccl-cu12", Version: "2.21.5"},
+			CUDNN:              &compat.Pin{Package: "nvidia-cudnn-cu12", Version: "9.1.0.70"},
+			Archs:              []string{"sm_90", "sm_80"}}
 		res.Floor = compat.DriverFloor{CUDA: "12.4", Native: "550.54.14", MinorCompat: "525.60.13"}
 	}
 	return res, c.problems

@@ -133,7 +133,10 @@ func resolveOne(ctx context.Context, img spec.Image, o *options, p plan, plat v1
 		if err != nil {
 			return nil, nil, err
 		}
-		routes.Torch = ix
+		if len(cres.Wheel.TorchIndexProjects) == 0 {
+			return nil, nil, fmt.Errorf("image %s: the catalog names no torch_index_projects for torch %s %s: nothing would come from its index", img.Name, img.Torch, cres.Wheel.Variant)
+		}
+		routes.Torch, routes.TorchOnly = ix, cres.Wheel.FromTorchIndex
 	}
 	var indexes []string
 	if routes.Torch != "" {

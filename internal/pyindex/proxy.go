@@ -32,9 +32,14 @@ import (
 // version from any of them: dependency confusion).
 type Routes struct {
 	// Torch is the torch variant's index (e.g. https://download.pytorch.org/whl/cu124).
-	// When set, the PyTorch projects (IsTorchProject) come from it alone,
-	// and nothing else does.
+	// When set, the projects TorchOnly names come from it alone, and
+	// nothing else does.
 	Torch string
+	// TorchOnly reports whether a project (normalized name) comes from
+	// Torch alone. Which projects those are is the compatibility
+	// catalog's rule, per torch variant (compat.Wheel.FromTorchIndex);
+	// Start requires it when Torch and Indexes are both set.
+	TorchOnly func(project string) bool
 	// Indexes are the other indexes, in order: a project comes from the
 	// first one that has it (uv's "first-index" strategy), never from two.
 	// Without any, every project comes from Torch (one index for all, as a
@@ -42,23 +47,20 @@ type Routes struct {
 	Indexes []string
 }
 
-// torchNames are the PyTorch index's own projects besides nvidia-*.
-var torchNames = []string{"torch", "torchvision", "torchaudio", "triton", "pytorch-triton"}
-
-// IsTorchProject reports whether the project (any spelling) is one the
-// torch variant's index provides: torch, torchvision, torchaudio, triton,
-// pytorch-triton and nvidia-*.
-func IsTorchProject(name string) bool {
-	n := pep.Normalize(name)
-	return slices.Contains(torchNames, n) || strings.HasPrefix(n, "nvidia-")
-}
-
 // Candidates are the indexes asked for project name, in order.
 func (r Routes) Candidates(name string) []string {
-	if r.Torch != "" && (IsTorchProject(name) || len(r.Indexes) == 0) {
+	if r.Torch != "" && (len(r.Indexes) == 0 || r.TorchOnly(pep.Normalize(name))) {
 		return []string{r.Torch}
 	}
 	return r.Indexes
+}
+
+// check reports routes Candidates cannot use.
+func (r Routes) check() error {
+	if r.Torch != "" && len(r.Indexes) > 0 && r.TorchOnly == nil {
+		return errors.New("routes: a torch index besides other indexes needs TorchOnly (the catalog's torch_index_projects)")
+	}
+	return nil
 }
 
 // Option configures a Proxy.
@@ -151,6 +153,9 @@ func Start(routes Routes, opts ...Option) (*Proxy, error) {
 	}
 	if o.cacheDir == "" {
 		o.cacheDir = DefaultCacheDir()
+	}
+	if err := routes.check(); err != nil {
+		return nil, fmt.Errorf("index proxy: %w", err)
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"imagectl/internal/compat"
 	"imagectl/internal/wheelhouse"
 )
 
@@ -131,7 +133,8 @@ func TestProxyPlainIndexNoRange(t *testing.T) {
 	defer ts.Close()
 	defer ps.Close()
 	cache := t.TempDir()
-	routes := Routes{Torch: ts.URL + "/", Indexes: []string{ps.URL + "/"}}
+	cu124, _ := compat.LookupWheel("2.6.0", "cu124")
+	routes := Routes{Torch: ts.URL + "/", TorchOnly: cu124.FromTorchIndex, Indexes: []string{ps.URL + "/"}}
 
 	for run := range 2 {
 		p, err := Start(routes, WithCacheDir(cache))
@@ -168,6 +171,35 @@ func TestProxyPlainIndexNoRange(t *testing.T) {
 			t.Errorf("Lookup(filelock) = %+v, %v; want the upstream URL and index", s, ok)
 		}
 		p.Close()
+	}
+}
+
+func TestRoutesCandidates(t *testing.T) {
+	cu124, _ := compat.LookupWheel("2.6.0", "cu124")
+	cu130, _ := compat.LookupWheel("2.11.0", "cu130")
+	const torch, pypi = "https://torch.example/whl/", "https://pypi.example/simple/"
+	for _, tc := range []struct {
+		name    string
+		routes  Routes
+		project string
+		want    []string
+	}{
+		{"torch from the torch index", Routes{Torch: torch, TorchOnly: cu124.FromTorchIndex, Indexes: []string{pypi}}, "torch", []string{torch}},
+		{"nvidia-* from the torch index", Routes{Torch: torch, TorchOnly: cu124.FromTorchIndex, Indexes: []string{pypi}}, "nvidia_nccl_cu12", []string{torch}},
+		{"numpy from the others", Routes{Torch: torch, TorchOnly: cu124.FromTorchIndex, Indexes: []string{pypi}}, "numpy", []string{pypi}},
+		{"cuda-toolkit from the others for 2.6", Routes{Torch: torch, TorchOnly: cu124.FromTorchIndex, Indexes: []string{pypi}}, "cuda-toolkit", []string{pypi}},
+		{"cuda-toolkit from the torch index for 2.11", Routes{Torch: torch, TorchOnly: cu130.FromTorchIndex, Indexes: []string{pypi}}, "Cuda_Toolkit", []string{torch}},
+		{"everything from torch without other indexes", Routes{Torch: torch}, "numpy", []string{torch}},
+		{"no torch index", Routes{Indexes: []string{pypi}}, "torch", []string{pypi}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.routes.Candidates(tc.project); !slices.Equal(got, tc.want) {
+				t.Errorf("Candidates(%q) = %v, want %v", tc.project, got, tc.want)
+			}
+		})
+	}
+	if _, err := Start(Routes{Torch: torch, Indexes: []string{pypi}}, WithCacheDir(t.TempDir())); err == nil || !strings.Contains(err.Error(), "TorchOnly") {
+		t.Errorf("Start(torch and other indexes, no TorchOnly) = %v, want an error naming TorchOnly", err)
 	}
 }
 

@@ -12,10 +12,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
+
+	"imagectl/internal/runtime"
 )
 
 // These tests run the built init as a real PID 1 in fresh PID and mount
@@ -79,7 +82,61 @@ type sandbox struct {
 	exe    string // the init binary, to find its PID
 	cmd    *exec.Cmd
 	stdout *bufio.Reader
-	stderr strings.Builder
+	stderr syncBuffer
+}
+
+// syncBuffer is the sandbox's stderr: written by exec's copier, read by
+// the test while the init runs (waitStderr).
+type syncBuffer struct {
+	mu      sync.Mutex
+	b       strings.Builder
+	changed chan struct{} // closed and replaced on each write
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// next returns the text so far and a channel closed at the next write.
+func (b *syncBuffer) next() (string, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.b.String(), b.changed
+}
+
+// waitStderr blocks until the init has written want to stderr: the test
+// acts on what the init says it is doing, not on a guess of how long it
+// takes to get there.
+func (s *sandbox) waitStderr(want string) {
+	s.t.Helper()
+	timeout := time.After(60 * time.Second)
+	for {
+		text, changed := s.stderr.next()
+		if strings.Contains(text, want) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			s.killProcs()
+			s.t.Fatalf("the init never wrote %q to stderr in 60 s (stderr: %s)", want, text)
+		}
+	}
 }
 
 // start runs setup (shell, as PID 1 before the init) and then execs the init
@@ -381,25 +438,27 @@ func TestGracePeriodThenKill(t *testing.T) {
 	}
 }
 
-func TestStorageAppearsAfterTwoSeconds(t *testing.T) {
+func TestStorageAppearsLater(t *testing.T) {
 	cfg := map[string]any{
 		"storage": map[string]any{"path": "STORAGE", "ready_file": "STORAGE/.ready", "timeout": "10s", "required": true},
 		"tmpdir":  "STORAGE/tmp",
 		"caches":  map[string]any{"inductor": "STORAGE/cache/inductor", "triton": "STORAGE/cache/triton"},
 	}
-	setup := `mkdir -p "$DIR/storage"
-(sleep 2; mount -t tmpfs -o size=16m storage "$DIR/storage"; touch "$DIR/storage/.ready") &
+	// The storage is mounted once the test creates $DIR/go, which it does
+	// when the init says it is waiting for it.
+	setup := `export ` + runtime.EnvDebug + `=1
+mkdir -p "$DIR/storage"
+(while [ ! -e "$DIR/go" ]; do sleep 0.01; done; mount -t tmpfs -o size=16m storage "$DIR/storage"; touch "$DIR/storage/.ready") &
 umask 077`
 	child := `echo started
 for v in TMPDIR TORCHINDUCTOR_CACHE_DIR TRITON_CACHE_DIR; do eval p=\$$v; echo "$v $p $(stat -c %a "$p") $(stat -f -c %T "$p")"; done`
 	s := startWithStorage(t, cfg, setup, child)
-	begin := time.Now()
+	s.waitStderr("waiting for storage")
+	if err := os.WriteFile(filepath.Join(s.dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if l := s.line(); l != "started" {
 		t.Fatalf("first line %q, want started", l)
-	}
-	took := time.Since(begin)
-	if took < 1900*time.Millisecond || took > 5*time.Second {
-		t.Errorf("the command started after %v, want just after the storage appeared at 2s", took)
 	}
 	for _, v := range []string{"TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"} {
 		f := strings.Fields(s.line())
@@ -449,17 +508,14 @@ func TestStorageNeverAppears(t *testing.T) {
 
 func TestSignalDuringStorageWait(t *testing.T) {
 	cfg := map[string]any{"storage": map[string]any{"path": "STORAGE", "timeout": "30s", "required": true}}
-	s := startWithStorage(t, cfg, "", "echo started")
+	s := startWithStorage(t, cfg, "export "+runtime.EnvDebug+"=1", "echo started")
 	pid := s.initPID()
-	time.Sleep(200 * time.Millisecond) // inside the wait
-	begin := time.Now()
+	s.waitStderr("waiting for storage")
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	code, out := s.wait()
+	// 143, not 75: the signal ended the 30 s wait, not its timeout.
 	if code != 128+15 || strings.Contains(out, "started") {
 		t.Errorf("exit %d, output %q; want 143 and the command never started", code, out)
-	}
-	if took := time.Since(begin); took > 2*time.Second {
-		t.Errorf("the init took %v to stop after SIGTERM", took)
 	}
 }
 
@@ -650,7 +706,7 @@ func TestFingerprintBeforeCommand(t *testing.T) {
 
 func TestQuietHappyPath(t *testing.T) {
 	s := start(t, map[string]any{"quiet": true, "min_shm_bytes": 1 << 20}, "", "true")
-	if code, _ := s.wait(); code != 0 || s.stderr.Len() != 0 {
+	if code, _ := s.wait(); code != 0 || s.stderr.String() != "" {
 		t.Errorf("exit %d, stderr %q; want 0 and nothing", code, s.stderr.String())
 	}
 }

@@ -17,6 +17,10 @@ type options struct {
 	mountinfo string
 	sshRoot   string
 	poll      time.Duration
+	// notReady, when set, is called after each storage check that found
+	// the storage not ready, before the wait for the next (tests use it to
+	// change the world between two checks instead of sleeping).
+	notReady func()
 }
 
 func makeOptions(opts []Option) (options, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"imagectl/internal/exitcode"
+	"imagectl/internal/logs"
 )
 
 // DefaultStorageTimeout is how long the init waits for storage by default.
@@ -125,6 +126,12 @@ func waitStorage(ctx context.Context, s Storage, o options) (StorageState, error
 		if ok {
 			st.Ready, st.Mount = true, m
 			return st, nil
+		}
+		if tick == nil {
+			logs.From(ctx).Debug("waiting for storage", "for", describeStorage(s), "timeout", timeout)
+		}
+		if o.notReady != nil {
+			o.notReady()
 		}
 		if !time.Now().Before(deadline) {
 			if s.Required {

@@ -415,14 +415,11 @@ func (r *Real) Verify(ctx context.Context, l *lock.Lock, d name.Digest) (*verify
 // of this host's platform with its view of the lock (verify.ForHost); with
 // the verify options that bind the result to it.
 func (r *Real) target(ctx context.Context, l *lock.Lock, d name.Digest) (name.Digest, *lock.Lock, []verify.Option, error) {
-	if len(l.Platforms) == 0 {
-		return d, l, []verify.Option{verify.WithImage(d)}, nil
-	}
-	t, err := verify.ForHost(ctx, d, l, verify.HostPlatform(), r.cfg.Access)
+	sub, err := verify.SubjectOf(ctx, d, l, r.cfg.Access)
 	if err != nil {
 		return name.Digest{}, nil, nil, r.cfg.Access.Classify(err)
 	}
-	return t.Image, t.Lock, []verify.Option{verify.WithTarget(t)}, nil
+	return sub.Image, sub.Lock, sub.Options(), nil
 }
 
 // Promote implements Stages: reconcile the release repository to the

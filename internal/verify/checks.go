@@ -413,9 +413,9 @@ func torchMatches(release, variant, have string) bool {
 }
 
 func allReduceChecks(l *lock.Lock, ar allReduceOut, err error, secs float64) []Check {
-	sum := Check{Name: "nccl.allreduce", Seconds: secs, Status: Pass,
+	sum := Check{Name: CheckAllReduce, Seconds: secs, Status: Pass,
 		Threshold: fmt.Sprintf("every element == %g", ar.Want)}
-	bw := Check{Name: "nccl.allreduce.busbw", Status: Pass}
+	bw := Check{Name: CheckAllReduceBusBW, Status: Pass}
 	if err == nil && ar.Error != "" {
 		err = fmt.Errorf("%s", ar.Error)
 	}
@@ -448,7 +448,7 @@ func allReduceChecks(l *lock.Lock, ar allReduceOut, err error, secs float64) []C
 }
 
 func compileCheck(cold, warm compileOut, coldErr, warmErr error, secs float64) Check {
-	c := Check{Name: "compile.cache", Seconds: secs, Threshold: "second process hits the cache", Status: Pass}
+	c := Check{Name: CheckCompileCache, Seconds: secs, Threshold: "second process hits the cache", Status: Pass}
 	if coldErr == nil && cold.Error != "" {
 		coldErr = fmt.Errorf("%s", cold.Error)
 	}

@@ -95,3 +95,38 @@ func WithTarget(t *Target) Option {
 		return nil
 	}
 }
+
+// Subject is what verify runs for an image built from a lock, on this
+// host.
+type Subject struct {
+	// Image and Lock are what the checks run against: the image and its
+	// lock, or, for an image index (a lock with several platforms), this
+	// host's platform's image and that platform's view of the lock.
+	Image name.Digest
+	Lock  *lock.Lock
+	// Target is set for an image index (ForHost), nil for one image.
+	Target *Target
+}
+
+// Options bind the result to the subject: WithTarget for an image index,
+// WithImage otherwise.
+func (s Subject) Options() []Option {
+	if s.Target != nil {
+		return []Option{WithTarget(s.Target)}
+	}
+	return []Option{WithImage(s.Image)}
+}
+
+// SubjectOf is the Subject of ref built from l on this host
+// (HostPlatform): ref itself when l has no platforms, else the host
+// platform's image in the index ref (ForHost, reading the index with a).
+func SubjectOf(ctx context.Context, ref name.Digest, l *lock.Lock, a *auth.Access) (Subject, error) {
+	if len(l.Platforms) == 0 {
+		return Subject{Image: ref, Lock: l}, nil
+	}
+	t, err := ForHost(ctx, ref, l, HostPlatform(), a)
+	if err != nil {
+		return Subject{}, err
+	}
+	return Subject{Image: t.Image, Lock: t.Lock, Target: t}, nil
+}

@@ -86,4 +86,34 @@ func TestForHostVerifiesHostPlatform(t *testing.T) {
 	if _, err := Run(ctx, readLock(t, "testdata/h200-torch2.11-cu130.lock.json"), WithRuntime(rt), WithTarget(tgt)); err == nil {
 		t.Errorf("Run(other lock, target) = nil error")
 	}
+
+	// SubjectOf: the index resolves to this host's platform's image (the
+	// index has both, so on either kind of CI machine), bound by WithTarget.
+	sub, err := SubjectOf(ctx, ref, l, nil)
+	if err != nil {
+		t.Fatalf("SubjectOf(index) = %v", err)
+	}
+	if sub.Target == nil || sub.Image.DigestStr() != digests[HostPlatform()] || sub.Lock.Base.Platform != HostPlatform() || len(sub.Options()) != 1 {
+		t.Errorf("SubjectOf(index) = image %s, lock platform %s, target %v; want the %s child %s", sub.Image, sub.Lock.Base.Platform, sub.Target, HostPlatform(), digests[HostPlatform()])
+	}
+}
+
+// SubjectOf a single-platform build is the image itself with its lock, and
+// asks no registry.
+func TestSubjectOfSinglePlatform(t *testing.T) {
+	l := &lock.Lock{Name: "demo", Base: lock.Base{Platform: "linux/amd64"}}
+	ref, _ := name.NewDigest("registry.invalid/demo@sha256:" + strings.Repeat("a", 64))
+	sub, err := SubjectOf(context.Background(), ref, l, nil)
+	if err != nil || sub.Image != ref || sub.Lock != l || sub.Target != nil {
+		t.Fatalf("SubjectOf(single platform) = %+v, %v; want the image itself, its lock, no target", sub, err)
+	}
+	var o options
+	for _, opt := range sub.Options() {
+		if err := opt(&o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.image == nil || *o.image != ref || o.target != nil {
+		t.Errorf("Options() bind %v (target %v), want WithImage(%s)", o.image, o.target, ref)
+	}
 }

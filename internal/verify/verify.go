@@ -224,9 +224,9 @@ func (r *runner) run(ctx context.Context) error {
 	// NCCL all-reduce over every visible GPU.
 	switch {
 	case cpuOnly:
-		r.add(Check{Name: "nccl.allreduce", Status: Skip, Detail: "CPU-only image"})
+		r.add(Check{Name: CheckAllReduce, Status: Skip, Detail: "CPU-only image"})
 	case !cudaOK:
-		r.add(Check{Name: "nccl.allreduce", Status: Skip, Detail: "no GPU visible"})
+		r.add(Check{Name: CheckAllReduce, Status: Skip, Detail: "no GPU visible"})
 	default:
 		nbytes := l.Verify.AllReduceBytes
 		if nbytes <= 0 {
@@ -242,9 +242,9 @@ func (r *runner) run(ctx context.Context) error {
 	// torch.compile, then again in a fresh process with the same cache.
 	switch {
 	case !l.Verify.CompileCache:
-		r.add(Check{Name: "compile.cache", Status: Skip, Detail: "verify.compile_cache is off in the lock"})
+		r.add(Check{Name: CheckCompileCache, Status: Skip, Detail: "verify.compile_cache is off in the lock"})
 	case !cudaOK && !cpuOnly:
-		r.add(Check{Name: "compile.cache", Status: Skip, Detail: "no GPU visible"})
+		r.add(Check{Name: CheckCompileCache, Status: Skip, Detail: "no GPU visible"})
 	default:
 		if coldDone == nil {
 			coldProbe.GPU = gpu

@@ -365,7 +365,7 @@ func writeReleaseTable(w io.Writer, outcomes []release.Outcome) error {
 			changed = fmt.Sprintf("%d/%d (%s)", oc.Changed, oc.Layers, humanBytes(oc.Delta))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", oc.Image, short(oc.Digest), humanBytes(oc.Size),
-			changed, verifySummary(oc.Result), strings.Join(oc.Promoted.Tags, ","), result)
+			changed, oc.Result.Summary(), strings.Join(oc.Promoted.Tags, ","), result)
 		for _, p := range oc.Platforms {
 			changed := "-"
 			if oc.Previous != "" {
@@ -389,34 +389,6 @@ func writeReleaseTable(w io.Writer, outcomes []release.Outcome) error {
 		}
 	}
 	return nil
-}
-
-// verifySummary names the result and the all-reduce and compile-cache
-// measurements when they ran.
-func verifySummary(r *verify.Result) string {
-	if r == nil {
-		return "-"
-	}
-	var pass, fail, skip int
-	var extra []string
-	for _, c := range r.Checks {
-		switch c.Status {
-		case verify.Pass:
-			pass++
-		case verify.Fail:
-			fail++
-		case verify.Skip:
-			skip++
-		}
-		if c.Status == verify.Pass && (strings.Contains(c.Name, "allreduce") || strings.Contains(c.Name, "compile")) && c.Value != "" {
-			extra = append(extra, c.Name+"="+c.Value)
-		}
-	}
-	s := fmt.Sprintf("%d pass, %d fail, %d skip", pass, fail, skip)
-	if len(extra) > 0 {
-		s += " (" + strings.Join(extra, ", ") + ")"
-	}
-	return s
 }
 
 func humanBytes(n int64) string {

@@ -131,17 +131,15 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 	if err != nil {
 		return err
 	}
-	opts := []verify.Option{verify.WithImage(ref), verify.WithAllReduceIters(f.iters, f.warmup)}
-	if len(l.Platforms) > 0 {
-		// An image index: verify this host's platform, report the others.
-		t, err := verify.ForHost(cmd.Context(), ref, l, verify.HostPlatform(), accessOf(cmd))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "verify: %s is an image index; verifying its %s image %s here, the others are not verified on this host\n", ref, t.Platform, t.Image.DigestStr())
-		ref, l = t.Image, t.Lock
-		opts = append(opts, verify.WithTarget(t))
+	sub, err := verify.SubjectOf(cmd.Context(), ref, l, accessOf(cmd))
+	if err != nil {
+		return err
 	}
+	if t := sub.Target; t != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "verify: %s is an image index; verifying its %s image %s here, the others are not verified on this host\n", ref, t.Platform, t.Image.DigestStr())
+	}
+	ref, l = sub.Image, sub.Lock
+	opts := append(sub.Options(), verify.WithAllReduceIters(f.iters, f.warmup))
 	if f.runtime == verify.RuntimeKubernetes {
 		if f.jobLog == "" {
 			return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)

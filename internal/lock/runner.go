@@ -233,7 +233,12 @@ func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, err
 	opt.Ref = identity.NewID() // logged: names the solve in buildkitd's history
 	log.Debug("lock step solving", "step", j.Name, "ref", opt.Ref)
 	start := time.Now()
+	// Cancelled, BuildKit's client waits up to 5 s for buildkitd to end
+	// the solve's status stream: after a second, closing the connection
+	// ends it (buildkitd cancels the job of a closed session either way).
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(time.Second, func() { c.Close() }) })
 	_, err = c.Solve(ctx, def, opt, ch)
+	stop()
 	<-done
 	if err != nil {
 		return nil, fmt.Errorf("%s: solving on %s: %w", j.Name, r.addr, err)

@@ -29,7 +29,8 @@ bin/imagectl-init-linux-arm64: FORCE
 deps:
 	hack/deps.sh
 
-# buildkitd, buildctl, registry, crane, cosign: built from the versions pinned in tools/go.mod.
+# buildkitd, buildctl, registry, crane, cosign: built from the versions pinned in tools/go.mod;
+# policy-tester and kyverno (the admission engines) from tools/policy-tester and tools/kyverno.
 tools:
 	hack/tools.sh
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the tools pinned in tools/go.mod into ./bin: buildkitd, buildctl, the
-# distribution registry, crane, cosign, containerd and its runc shim.
+# distribution registry, crane, cosign, containerd and its runc shim, and the
+# admission policy engines (policy-tester, kyverno).
 # `hack/tools.sh gpu` builds instead the GPU host's tools pinned in
 # tools/gpu/go.mod (NVIDIA's nvidia-ctk and nvidia-cdi-hook), which only the
 # GPU machine runs (hack/gpu/). tools/ and tools/gpu/ are modules of their own
@@ -27,18 +28,28 @@ declare -A pkgs=(
   [containerd-shim-runc-v2]=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
   [nvidia-ctk]=github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk
   [nvidia-cdi-hook]=github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook
+  [policy-tester]=github.com/sigstore/policy-controller/cmd/tester
+  [kyverno]=github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
+)
+# Tools whose go.mod has replace lines of its own get a module of their own
+# (copied replace lines; their dependencies never move the daemons'):
+# sigstore policy-controller's policy-tester and the Kyverno CLI, the
+# admission engines the policy tests run (internal/policy).
+declare -A moddirs=(
+  [policy-tester]=tools/policy-tester
+  [kyverno]=tools/kyverno
 )
 # Each group is one go build: its tools share most of their dependencies.
 # containerd and its shim are static (CGO off) and stripped, like the
 # release binaries containerd ships, so the same files run on the GPU host.
 case "${1:-}" in
-  "") moddir=tools groups=("buildkitd buildctl registry crane cosign" "containerd containerd-shim-runc-v2") ;;
+  "") moddir=tools groups=("buildkitd buildctl registry crane cosign" "containerd containerd-shim-runc-v2" "policy-tester" "kyverno") ;;
   gpu) moddir=tools/gpu groups=("nvidia-ctk nvidia-cdi-hook") ;;
   *) echo "usage: hack/tools.sh [gpu]" >&2; exit 2 ;;
 esac
 
 # want TOOL: the version tools' go.mod pins for the module of TOOL's package.
-want() { (cd "$moddir" && go list -f '{{.Module.Version}}' "${pkgs[$1]}"); }
+want() { (cd "${moddirs[$1]:-$moddir}" && go list -f '{{.Module.Version}}' "${pkgs[$1]}"); }
 # have TOOL: the version of its module recorded in bin/TOOL, or nothing.
 have() { go version -m "$root/bin/$1" 2>/dev/null | awk '$1 == "mod" { print $3; exit }'; }
 
@@ -69,6 +80,13 @@ for group in "${groups[@]}"; do
       cver=$(cd tools && go list -m -f '{{.Version}}' github.com/containerd/containerd/v2)
       ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=$cver -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2"
       (cd "$moddir" && CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_zfs no_devmapper" -ldflags "$ldflags" -o "$root/bin/" "${args[@]}")
+      ;;
+    policy-tester | kyverno)
+      # One tool each, named for what it is (the packages are cmd/tester and
+      # kubectl-kyverno); Kyverno reports its version only through -X.
+      t=${stale[0]} ldflags="-s -w"
+      [ "$t" = kyverno ] && ldflags+=" -X github.com/kyverno/kyverno/pkg/version.BuildVersion=$(want kyverno)"
+      (cd "${moddirs[$t]}" && go build -trimpath -ldflags "$ldflags" -o "$root/bin/$t" "${args[@]}")
       ;;
     *)
       # go-nvml declares functions CUDA 13 deprecates: keep the log readable.

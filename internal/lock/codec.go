@@ -62,6 +62,8 @@ func (l *Lock) Normalize() {
 	// order them with compat.CompareArchs.
 	sort.Strings(l.Core.Archs)
 	sort.Strings(l.Policy.ForbiddenPackages)
+	// The vulnerability gate is read from the spec at promotion, not locked.
+	l.Policy.Vulnerabilities = nil
 	if l.Apt == nil {
 		l.Apt = []Deb{}
 	}

@@ -19,9 +19,11 @@ import (
 // single-platform images keep the digest they had before specs had
 // platforms. Credentials in an index URL (user:password@) are not inputs:
 // they are left out, so a rotated password neither stales the lock nor
-// enters it.
+// enters it. Nor is the vulnerability gate (policy.vulnerabilities): it is
+// read from the spec at promotion, so an allow-list edit needs no rebuild.
 func InputsDigest(img spec.Image) (string, error) {
 	img.File, img.Line, img.Column = "", 0, 0
+	img.Policy.Vulnerabilities = nil
 	if slices.Equal(img.Platforms, []string{compat.DefaultPlatform}) {
 		img.Platforms = nil
 	}

@@ -106,4 +106,29 @@ type Policy struct {
 	SSHKeyOnly bool `json:"ssh_key_only,omitempty"`
 	// ForbiddenPackages must not be present in the resolved apt or pip closure.
 	ForbiddenPackages []string `json:"forbidden_packages,omitempty"`
+	// Vulnerabilities is the promotion gate on the image's signed scan;
+	// nil without a vulnerabilities block. It is read from the spec at
+	// promotion and is no lock input: editing an allow list never stales
+	// a lock or needs a rebuild.
+	Vulnerabilities *VulnerabilityPolicy `json:"vulnerabilities,omitempty"`
+}
+
+// VulnerabilityPolicy is the spec's policy { vulnerabilities { ... } }.
+type VulnerabilityPolicy struct {
+	// MaxSeverity: a finding of this severity or above refuses promotion.
+	// The default is "high".
+	MaxSeverity string `json:"max_severity,omitempty"`
+	// FixableOnly: only findings with a known fix refuse.
+	FixableOnly bool `json:"fixable_only,omitempty"`
+	// Allow lists vulnerability IDs that do not refuse.
+	Allow []string `json:"allow,omitempty"`
+	// MaxDBAge is the oldest database a scan may have used. The default is 120h.
+	MaxDBAge initconfig.Duration `json:"max_db_age,omitempty"`
+}
+
+func (p *Policy) vulns() *VulnerabilityPolicy {
+	if p.Vulnerabilities == nil {
+		p.Vulnerabilities = &VulnerabilityPolicy{}
+	}
+	return p.Vulnerabilities
 }

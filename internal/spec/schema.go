@@ -271,6 +271,22 @@ var policyBlock = &block{
 		{name: "forbidden_packages", kind: kStrings, check: checkNonEmpty, def: "[]", example: `["telnet", "rsh-server"]`,
 			doc: "Packages that must not be in the resolved apt or pip closure: the lock fails naming the package and the dependency chain that pulled it in.", field: "Policy.ForbiddenPackages", set: func(i *Image, v any) { i.Policy.ForbiddenPackages = v.([]string) }},
 	},
+	blocks: []*block{vulnerabilitiesBlock},
+}
+
+var vulnerabilitiesBlock = &block{
+	name: "vulnerabilities",
+	doc:  "The promotion gate on the image's latest signed vulnerability scan (docs/security.md); maps onto spec.VulnerabilityPolicy. Read at promotion, not locked: editing it never stales a lock.",
+	attrs: []attr{
+		{name: "max_severity", kind: kString, check: checkOneOf("critical", "high", "medium", "low", "negligible"), def: `"high"`, example: `"high"`,
+			doc: "A finding of this severity or above refuses promotion (exit 5, naming the CVE, the package and the fix version).", field: "Policy.Vulnerabilities.MaxSeverity", set: func(i *Image, v any) { i.Policy.vulns().MaxSeverity = v.(string) }},
+		{name: "fixable_only", kind: kBool, def: "false", example: `true`,
+			doc: "Only findings with a known fixed version refuse.", field: "Policy.Vulnerabilities.FixableOnly", set: func(i *Image, v any) { i.Policy.vulns().FixableOnly = v.(bool) }},
+		{name: "allow", kind: kStrings, check: checkNonEmpty, def: "[]", example: `["CVE-2016-2781"]`,
+			doc: "Vulnerability IDs (CVE or GHSA, aliases match) that do not refuse. An entry that matches no finding any more, or whose finding has become fixable, is outdated and refuses.", field: "Policy.Vulnerabilities.Allow", set: func(i *Image, v any) { i.Policy.vulns().Allow = v.([]string) }},
+		{name: "max_db_age", kind: kDuration, def: `"120h"`, example: `"48h"`,
+			doc: "The oldest vulnerability database (its build date, at scan time) a scan may have used.", field: "Policy.Vulnerabilities.MaxDBAge", set: func(i *Image, v any) { i.Policy.vulns().MaxDBAge = v.(initconfig.Duration) }},
+	},
 }
 
 // variableAttrs are the attributes of a variable block.

@@ -39,6 +39,9 @@ func leafFields(t reflect.Type, prefix string) []string {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		ft := f.Type
+		if ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct {
+			ft = ft.Elem() // an optional block
+		}
 		if ft.Kind() == reflect.Struct && ft.Name() != "Duration" {
 			out = append(out, leafFields(ft, prefix+f.Name+".")...)
 			continue
@@ -101,6 +104,12 @@ func TestSchemaCoversImage(t *testing.T) {
 func fieldValue(img *Image, path string) any {
 	v := reflect.ValueOf(img).Elem()
 	for _, p := range strings.Split(path, ".") {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return nil // a block not given
+			}
+			v = v.Elem()
+		}
 		v = v.FieldByName(p)
 	}
 	return v.Interface()

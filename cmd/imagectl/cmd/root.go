@@ -74,6 +74,7 @@ Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json or
 		newBuildCmd(),
 		newSignCmd(),
 		newVerifyCmd(),
+		newScanCmd(),
 		newPromoteCmd(),
 		newPinCmd(),
 		newPolicyCmd(),

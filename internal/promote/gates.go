@@ -145,7 +145,11 @@ func releaseLock(r Release, l *lock.Lock, lockPath string) wantLock {
 // a gate refuses only on what the registry answered.
 func (o *options) checkGates(ctx context.Context, src name.Digest, want wantLock) ([]Refusal, error) {
 	_, refusals, err := o.gates(ctx, src, want, nil)
-	return refusals, err
+	if err != nil {
+		return nil, err
+	}
+	vr, err := o.vulnGate(ctx, src, want.l) // vulngate.go
+	return append(refusals, vr...), err
 }
 
 // unreachable reports whether err means the registry did not answer

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/auth"
+	"imagectl/internal/scan/report"
 )
 
 // Option configures Run and Pin.
@@ -25,6 +26,9 @@ type options struct {
 	// skipPlatforms are platforms of an image index whose images may go
 	// unverified (WithSkipPlatforms).
 	skipPlatforms []string
+	// vulnPolicies are the vulnerabilities gate's policies by image name
+	// (WithVulnerabilityPolicies, vulngate.go).
+	vulnPolicies map[string]report.Policy
 }
 
 func makeOptions(opts ...Option) (*options, error) {

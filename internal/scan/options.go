@@ -19,11 +19,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/auth"
+	"imagectl/internal/scan/report"
 )
 
 // DefaultMaxDBAge is the oldest database a scan accepts by default: grype's
 // own limit (5 days).
-const DefaultMaxDBAge = 120 * time.Hour
+const DefaultMaxDBAge = report.DefaultMaxDBAge
 
 // Option configures OpenDB, Image and Attest.
 type Option func(*options) error

@@ -47,6 +47,8 @@ func newPromoteCmd() *cobra.Command {
 		confirm   bool
 		imagesDir string
 		lockPath  string
+		specs     []string
+		sf        specFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "promote NAME|RELEASE_FILE|IMAGES_DIR",
@@ -69,6 +71,9 @@ copied (exit 5, each refusal naming its gate):
                 in the release file records (last month is gated against
                 last month's lock)
   immutable-tag a release tag never moves to another digest
+  vulnerabilities  with --spec, for an image whose spec has policy { vulnerabilities
+                { ... } }: its latest vuln attestation (imagectl scan --attest),
+                signed by a --key, breaks no rule (docs/security.md)
 
 Then images are copied by digest (blobs mounted across repositories, not
 uploaded again), their .sig and .att tags along, and tags are set last, so
@@ -80,7 +85,8 @@ promote reconciles every <dir>/*/releases.json, each gated on its own.
 		Example: `  imagectl promote pytorch-2.6-cu124                       # dry run: gates and plan
   imagectl promote pytorch-2.6-cu124 --confirm
   imagectl promote images/ --confirm --key signing.pub --verifier-key verifier.pub
-  imagectl promote images/pytorch-2.6-cu124/releases.json --key keys/cosign.pub --verifier-key keys/verifier.pub -o json`,
+  imagectl promote images/pytorch-2.6-cu124/releases.json --key keys/cosign.pub --verifier-key keys/verifier.pub -o json
+  imagectl promote images/ --confirm --spec specs/   # with the vulnerabilities gate of each spec`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.json()
@@ -88,6 +94,13 @@ promote reconciles every <dir>/*/releases.json, each gated on its own.
 				return err
 			}
 			opts := append(tf.options(cmd), promote.WithConfirm(confirm))
+			if len(specs) > 0 {
+				imgs, err := loadImages(cmd, sf, specs, nil)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, promote.WithVulnerabilityPolicies(imgs...))
+			}
 			if lockPath != "" {
 				opts = append(opts, promote.WithLockFile(lockPath))
 			}
@@ -125,6 +138,8 @@ promote reconciles every <dir>/*/releases.json, each gated on its own.
 	cmd.Flags().BoolVar(&confirm, "confirm", false, "act; without it, a dry run")
 	cmd.Flags().StringVar(&imagesDir, "images", "images", "directory holding images/<name>/")
 	cmd.Flags().StringVar(&lockPath, "lock", "", "the lock in git the lock gate compares with (default: lock.json beside the release file)")
+	cmd.Flags().StringSliceVar(&specs, "spec", nil, "spec file(s) or directory whose policy { vulnerabilities { ... } } blocks gate the images (the vulnerabilities gate)")
+	sf.add(cmd)
 	return cmd
 }
 

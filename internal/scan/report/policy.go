@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// DefaultMaxDBAge is the oldest database a scan accepts by default:
+// grype's own limit (5 days).
+const DefaultMaxDBAge = 120 * time.Hour
+
 // Policy is the vulnerability policy of an image (the spec's
 // policy { vulnerabilities { ... } }).
 type Policy struct {

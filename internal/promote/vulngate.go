@@ -1,0 +1,100 @@
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"imagectl/internal/lock"
+	"imagectl/internal/scan/report"
+	"imagectl/internal/sign"
+	"imagectl/internal/spec"
+)
+
+// GateVulnerabilities: the digest's latest vuln attestation, signed by a
+// trusted key, meets the image's policy { vulnerabilities { ... } }: no
+// finding at or above max_severity (fixable ones only with fixable_only)
+// outside the allow list, no outdated allow entry, a database no older
+// than the limit when the scan ran.
+const GateVulnerabilities Gate = "vulnerabilities"
+
+// WithVulnerabilityPolicies turns the vulnerabilities gate on for the
+// images (by name) that have a policy: spec.Policy.Vulnerabilities of each
+// image, as the spec in git says today (the policy is not locked). The
+// default is none: the gate is off.
+func WithVulnerabilityPolicies(imgs ...spec.Image) Option {
+	return func(o *options) error {
+		if o.vulnPolicies == nil {
+			o.vulnPolicies = map[string]report.Policy{}
+		}
+		for _, img := range imgs {
+			if v := img.Policy.Vulnerabilities; v != nil {
+				p := PolicyOf(v)
+				if err := p.Validate(); err != nil {
+					return fmt.Errorf("image %s: policy.vulnerabilities: %w", img.Name, err)
+				}
+				o.vulnPolicies[img.Name] = p
+			}
+		}
+		return nil
+	}
+}
+
+// PolicyOf is the gate's policy from the spec's block, defaults filled in
+// (max_severity "high", max_db_age 120h).
+func PolicyOf(v *spec.VulnerabilityPolicy) report.Policy {
+	p := report.Policy{MaxSeverity: v.MaxSeverity, FixableOnly: v.FixableOnly, Allow: v.Allow, MaxDBAge: time.Duration(v.MaxDBAge)}
+	if p.MaxSeverity == "" {
+		p.MaxSeverity = "high"
+	}
+	if p.MaxDBAge <= 0 {
+		p.MaxDBAge = report.DefaultMaxDBAge
+	}
+	return p
+}
+
+// vulnGate checks src against l's image's policy; nil when it has none.
+func (o *options) vulnGate(ctx context.Context, src name.Digest, l *lock.Lock) ([]Refusal, error) {
+	if l == nil {
+		return nil, nil
+	}
+	p, ok := o.vulnPolicies[l.Name]
+	if !ok {
+		return nil, nil
+	}
+	refuse := func(reason string) Refusal {
+		return Refusal{Source: src.String(), Gate: GateVulnerabilities, Reason: reason}
+	}
+	sopts := []sign.Option{sign.WithAccess(o.access), sign.WithRemoteOptions(o.remote...)}
+	var latest *report.Result
+	var errs []string
+	for _, k := range o.trustedKeys {
+		r, err := report.Latest(ctx, src, k, sopts...)
+		if err != nil {
+			if ae := o.denied(err); ae != nil {
+				return nil, ae
+			}
+			var none *sign.NoAttestationError
+			if unreachable(err) && !errors.As(err, &none) {
+				return nil, unavailable(src, err)
+			}
+			errs = append(errs, err.Error())
+			continue
+		}
+		if latest == nil || r.FinishedOn.After(latest.FinishedOn) {
+			latest = r
+		}
+	}
+	if latest == nil {
+		return []Refusal{refuse(fmt.Sprintf("no signed vulnerability scan of this digest by a trusted key: run imagectl scan --attest (%s)", strings.Join(errs, "; ")))}, nil
+	}
+	var out []Refusal
+	for _, v := range report.Evaluate(latest, p) {
+		out = append(out, refuse(v.Reason))
+	}
+	return out, nil
+}

@@ -25,6 +25,7 @@ import (
 	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
 	"imagectl/internal/promote"
+	"imagectl/internal/scan"
 	"imagectl/internal/sign"
 	"imagectl/internal/spec"
 	"imagectl/internal/verify"
@@ -85,6 +86,17 @@ type Config struct {
 	// RemoteOptions are further options for every registry call, after
 	// Access's keychain and transport.
 	RemoteOptions []remote.Option
+	// VulnDB, when set, is the vulnerability database (scan.OpenDB: a path
+	// or an OCI reference) each image is scanned against before promotion;
+	// the result is signed with SignOptions (scan.go). The default is no
+	// scan.
+	VulnDB string
+	// ScanOptions are passed to scan.OpenDB and scan.Image (age limit,
+	// cache directory).
+	ScanOptions []scan.Option
+	// VulnPolicies are the images whose policy.vulnerabilities gates their
+	// promotion (promote.WithVulnerabilityPolicies).
+	VulnPolicies []spec.Image
 }
 
 // Real is the pipeline's stages over the lock, build, sign, verify and
@@ -440,6 +452,9 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	prev := previousRelease(f, d)
 	tag := releaseTag(f, l.Name, r.cfg.Month, d)
 	rel := promote.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
+	if err := r.scanAndAttest(ctx, l, d); err != nil { // scan.go
+		return Promoted{}, err
+	}
 	next, err := r.withRelease(f, l, rel)
 	if err != nil {
 		return Promoted{}, err
@@ -453,6 +468,7 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 		promote.WithLockFile(r.lockPath(l.Name)),
 		promote.WithAccess(r.cfg.Access),
 		promote.WithRemoteOptions(r.cfg.RemoteOptions...),
+		promote.WithVulnerabilityPolicies(r.cfg.VulnPolicies...),
 	); err != nil {
 		return Promoted{}, err
 	}

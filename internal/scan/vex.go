@@ -7,7 +7,14 @@ import (
 	"strings"
 
 	"github.com/openvex/go-vex/pkg/vex"
+	"github.com/package-url/packageurl-go"
+
+	"imagectl/internal/lock"
+	"imagectl/internal/pyindex"
 )
+
+// VEXFile is an image's OpenVEX document, images/NAME/vex.json.
+const VEXFile = "vex.json"
 
 // VEXSource is one OpenVEX document and the file it came from.
 type VEXSource struct {
@@ -116,4 +123,55 @@ func UnusedStatements(r *Result, srcs []VEXSource) []string {
 		}
 	}
 	return out
+}
+
+// LintVEX checks the OpenVEX document at path for the image named image:
+// LoadVEX's rules, and that each statement matches something: one of its
+// products must be the image (pkg:oci/NAME), and a pkg:pypi subcomponent
+// must be a Python package of the lock (its wheels and pip), when l is
+// given. A statement that matches nothing is a silent no-op that hides a
+// typo; each is an error naming the file and the statement.
+func LintVEX(path, image string, l *lock.Lock) error {
+	src, err := LoadVEX(path)
+	if err != nil {
+		return err
+	}
+	product := packageurl.NewPackageURL(packageurl.TypeOCI, "", image, "sha256:"+strings.Repeat("0", 64), nil, "").ToString()
+	var pypi []string
+	if l != nil {
+		for _, w := range append([]lock.Wheel{l.Resolver}, l.Pip...) {
+			if w.Name != "" {
+				pypi = append(pypi, packageurl.NewPackageURL(packageurl.TypePyPi, "", pyindex.Normalize(w.Name), w.Version, nil, "").ToString())
+			}
+		}
+	}
+	var errs []error
+	for i, s := range src.Doc.Statements {
+		where := fmt.Sprintf("%s: statement %d (%s)", path, i+1, s.Vulnerability.Name)
+		matched := false
+		for _, p := range s.Products {
+			if !p.Component.Matches(product) {
+				continue
+			}
+			matched = true
+			for _, sc := range p.Subcomponents {
+				if !strings.HasPrefix(sc.ID, "pkg:pypi/") || l == nil {
+					continue
+				}
+				found := false
+				for _, q := range pypi {
+					if sc.Matches(q) {
+						found = true
+					}
+				}
+				if !found {
+					errs = append(errs, fmt.Errorf("%s: subcomponent %s is no Python package of image %s's lock", where, sc.ID, image))
+				}
+			}
+		}
+		if !matched {
+			errs = append(errs, fmt.Errorf("%s: no product matches image %s (want pkg:oci/%s)", where, image, image))
+		}
+	}
+	return errors.Join(errs...)
 }

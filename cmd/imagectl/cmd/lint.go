@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"imagectl/internal/exitcode"
+	"imagectl/internal/lock"
+	"imagectl/internal/scan"
 	"imagectl/internal/spec"
 )
 
@@ -52,6 +56,7 @@ func specPaths(args []string) []string {
 func newLintCmd() *cobra.Command {
 	var sf specFlags
 	var out outputFlag
+	var imagesDir string
 	cmd := &cobra.Command{
 		Use:   "lint [paths...]",
 		Short: "Check specs: syntax, types, variables, matrix names and the compatibility catalog",
@@ -59,6 +64,9 @@ func newLintCmd() *cobra.Command {
 problem is reported with file:line:col and a source snippet.
 
 Paths are spec files or directories of *.hcl files; the default is specs/.
+An image's OpenVEX document (--images/NAME/vex.json) is checked too: each
+statement needs a justification when not_affected, and must match the image
+(product pkg:oci/NAME; a pkg:pypi subcomponent must be in the image's lock).
 Exit codes: 0 clean, 1 spec errors, 2 usage.`,
 		Example: `  imagectl lint
   imagectl lint specs/pytorch.hcl
@@ -78,11 +86,13 @@ Exit codes: 0 clean, 1 spec errors, 2 usage.`,
 			if err != nil && !errors.As(err, &de) {
 				return pathError(err)
 			}
+			vexErrs := lintVEX(imgs, imagesDir)
 			if asJSON {
 				r := struct {
 					Images      []string          `json:"images"`
 					Diagnostics []spec.Diagnostic `json:"diagnostics"`
-				}{Images: []string{}, Diagnostics: []spec.Diagnostic{}}
+					VEX         []string          `json:"vex"`
+				}{Images: []string{}, Diagnostics: []spec.Diagnostic{}, VEX: vexErrs}
 				for _, img := range imgs {
 					r.Images = append(r.Images, img.Name)
 				}
@@ -96,8 +106,16 @@ Exit codes: 0 clean, 1 spec errors, 2 usage.`,
 				if err := de.WriteText(cmd.ErrOrStderr(), 100, false); err != nil {
 					return err
 				}
-			} else {
+			} else if len(vexErrs) == 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d images, no problems\n", len(imgs))
+			}
+			if !asJSON {
+				for _, e := range vexErrs {
+					fmt.Fprintln(cmd.ErrOrStderr(), e)
+				}
+			}
+			if len(vexErrs) > 0 {
+				return exitcode.Wrap(exitcode.Failure, fmt.Errorf("lint: %s in VEX documents", plural(len(vexErrs), "problem")))
 			}
 			if de != nil {
 				return exitcode.Wrap(exitcode.Failure, fmt.Errorf("lint: %s", plural(len(de.List()), "problem")))
@@ -107,7 +125,24 @@ Exit codes: 0 clean, 1 spec errors, 2 usage.`,
 	}
 	sf.add(cmd)
 	addOutputFlag(cmd, &out)
+	cmd.Flags().StringVar(&imagesDir, "images", "images", "directory holding images/<name>/ (lock.json, vex.json)")
 	return cmd
+}
+
+// lintVEX checks each image's images/NAME/vex.json, when there is one.
+func lintVEX(imgs []spec.Image, imagesDir string) []string {
+	out := []string{}
+	for _, img := range imgs {
+		path := filepath.Join(imagesDir, img.Name, scan.VEXFile)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		l, _ := lock.Read(filepath.Join(imagesDir, img.Name, "lock.json")) // nil without a lock: products only
+		if err := scan.LintVEX(path, img.Name, l); err != nil {
+			out = append(out, strings.Split(err.Error(), "\n")...)
+		}
+	}
+	return out
 }
 
 func plural(n int, what string) string {

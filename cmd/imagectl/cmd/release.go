@@ -18,6 +18,7 @@ import (
 	"imagectl/internal/build"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/release"
+	"imagectl/internal/scan"
 	"imagectl/internal/sign"
 	"imagectl/internal/verify"
 )
@@ -41,6 +42,7 @@ type releaseFlags struct {
 	builderID                string
 	skipPlatforms            []string
 	builders                 builderFlags
+	scan                     scanFlags
 }
 
 func newReleaseCmd() *cobra.Command {
@@ -64,6 +66,11 @@ GPU host of that platform, imagectl verify --sign) or named with --skip-platform
 An image stops at its first failing stage, named in the table; the others go on.
 A re-run skips what is done: BuildKit's cache makes the build a no-op, and a
 digest already signed or verified is not signed or verified again.
+
+With --db, each single-platform image is scanned after sign and verify (its
+signed SBOM against the vulnerability database, images/NAME/vex.json applied)
+and the result is signed as its vuln attestation; promotion then gates on the
+spec's policy { vulnerabilities { ... } } (docs/security.md).
 
 Both keys are opened, and checked against their public halves (--pub,
 --verifier-pub), before the first build. The signing key's password comes from
@@ -105,6 +112,8 @@ stops the image with exit 77, naming the host and the credential source.`,
 	fl.StringVar(&f.runtime, "verify-runtime", "auto", "containerd, podman, docker, in-place, or auto (containerd when its socket answers, else podman, else docker; never in-place)")
 	fl.StringVar(&f.containerd, "containerd-address", "", "containerd socket (default $CONTAINERD_ADDRESS, else "+verify.DefaultContainerdAddress+")")
 	fl.BoolVar(&f.requireContainer, "require-container-runtime", false, "promote only digests verified in a container started from the digest")
+	fl.StringVar(&f.scan.db, "db", "", "vulnerability database (a grype v6 directory or archive, or an OCI artifact REF): scan each image before promotion, attest the result, and gate promotion on the spec's policy { vulnerabilities { ... } }")
+	fl.DurationVar(&f.scan.maxDBAge, "max-db-age", scan.DefaultMaxDBAge, "refuse a vulnerability database built longer ago than this")
 	fl.StringSliceVar(&f.skipPlatforms, "skip-platform", nil, "multi-platform images: a platform (linux/arm64) whose image may be promoted unverified; verify runs this host's platform, every other platform must be verified or named here (repeatable)")
 	fl.StringVar(&f.storage, "storage", "", "container runtimes: host folder mounted as the image's storage (default: a throwaway ready folder per image)")
 	fl.BoolVar(&f.lockMissing, "lock-missing", false, "resolve and write a lock that does not exist yet")
@@ -180,6 +189,9 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		SkipPlatforms:           f.skipPlatforms,
 		Month:                   f.month,
 		Access:                  access,
+		VulnDB:                  f.scan.db,
+		ScanOptions:             []scan.Option{scan.WithMaxDBAge(f.scan.maxDBAge)},
+		VulnPolicies:            imgs,
 	})
 	if err != nil {
 		return exitcode.Wrap(exitcode.Usage, err)

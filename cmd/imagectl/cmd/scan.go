@@ -3,12 +3,16 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"imagectl/internal/exitcode"
+	"imagectl/internal/promote"
 	"imagectl/internal/scan"
+	"imagectl/internal/scan/report"
 )
 
 // scanFlags are the database and VEX flags of the commands that scan.
@@ -49,11 +53,14 @@ func newScanCmd() *cobra.Command {
 		sf     scanFlags
 		sign   signFlags
 		out    outputFlag
-		pubKey string
-		attest bool
+		pubKey   string
+		attest   bool
+		releases string
+		specs    []string
+		spf      specFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "scan IMAGE@DIGEST",
+		Use:   "scan IMAGE@DIGEST | --releases IMAGES_DIR",
 		Short: "Match an image's signed SBOM against an offline vulnerability database (grype)",
 		Long: `Scan verifies IMAGE@DIGEST's CycloneDX SBOM attestation with --key (the
 signer's public key: cosign verify-attestation --type cyclonedx), then matches
@@ -72,13 +79,32 @@ covers for the image (product pkg:oci/NAME) is reported as suppressed.
 
 With --attest and --signing-key the result is signed as cosign's vuln
 attestation (` + scan.VulnPredicateType + `):
-  cosign verify-attestation --key cosign.pub --insecure-ignore-tlog --type vuln IMAGE@DIGEST`,
+  cosign verify-attestation --key cosign.pub --insecure-ignore-tlog --type vuln IMAGE@DIGEST
+
+--releases IMAGES_DIR is the daily re-scan of what users pinned: every
+promoted digest of images/*/releases.json (in its release repository) is
+scanned with today's database (each image's images/NAME/vex.json applied),
+the new result is attested (--signing-key), and what is new since the last
+signed scan is printed per image and month. With --spec, the images'
+policy { vulnerabilities { ... } } decide: exit 5 when anything new breaks
+one, 0 otherwise.`,
 		Example: `  imagectl scan reg/imagectl/demo@sha256:... --key keys/cosign.pub --db reg/imagectl/grype-db:latest
   imagectl scan reg/imagectl/demo@sha256:... --key keys/cosign.pub --db ./vulnerability-db_v6.1.10.tar.zst -o json
   imagectl scan reg/imagectl/demo@sha256:... --key keys/cosign.pub --db DB --vex images/demo/vex.json \
-      --attest --signing-key keys/cosign.key`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+      --attest --signing-key keys/cosign.key
+  imagectl scan --releases images/ --spec specs/ --db reg/imagectl/grype-db:latest \
+      --key keys/cosign.pub --signing-key keys/cosign.key       # the daily job`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if releases != "" {
+				if len(args) > 0 {
+					return exitcode.Wrap(exitcode.Usage, errors.New("--releases takes no IMAGE@DIGEST"))
+				}
+				return rescanReleases(cmd, releases, pubKey, &sf, &sign, &out, spf, specs)
+			}
+			if len(args) != 1 {
+				return exitcode.Wrap(exitcode.Usage, errors.New("want IMAGE@DIGEST, or --releases IMAGES_DIR"))
+			}
 			ref, err := parseDigest(args[0])
 			if err != nil {
 				return err
@@ -126,5 +152,76 @@ attestation (` + scan.VulnPredicateType + `):
 	cmd.Flags().StringVar(&sign.key, "signing-key", "", "cosign private key for --attest (password from $IMAGECTL_SIGNING_PASSWORD, $COSIGN_PASSWORD or --password-stdin)")
 	cmd.Flags().StringVar(&sign.kms, "kms", "", "KMS key URI for --attest instead of --signing-key")
 	cmd.Flags().BoolVar(&sign.passwordStdin, "password-stdin", false, "read the signing key password from the first line of stdin")
+	cmd.Flags().StringVar(&releases, "releases", "", "re-scan every promoted digest of IMAGES_DIR/*/releases.json and attest the results (needs --signing-key)")
+	cmd.Flags().StringSliceVar(&specs, "spec", nil, "with --releases: spec file(s) or directory whose policy { vulnerabilities { ... } } decide the exit code")
+	spf.add(cmd)
 	return cmd
+}
+
+// rescanReleases is scan --releases.
+func rescanReleases(cmd *cobra.Command, dir, pubKey string, sf *scanFlags, sign *signFlags, out *outputFlag, spf specFlags, specs []string) error {
+	asJSON, err := out.json()
+	if err != nil {
+		return err
+	}
+	opts, err := sf.options(cmd)
+	if err != nil {
+		return err
+	}
+	if len(sf.vex) > 0 {
+		return exitcode.Wrap(exitcode.Usage, errors.New("--releases applies each image's images/NAME/vex.json; --vex is for one image"))
+	}
+	signOpts, err := sign.options(cmd, cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	policies := map[string]report.Policy{}
+	if len(specs) > 0 {
+		imgs, err := loadImages(cmd, spf, specs, nil)
+		if err != nil {
+			return err
+		}
+		for _, img := range imgs {
+			if v := img.Policy.Vulnerabilities; v != nil {
+				policies[img.Name] = promote.PolicyOf(v)
+			}
+		}
+	}
+	ctx := cmd.Context()
+	db, err := scan.OpenDB(ctx, sf.db, opts...)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := scan.Releases(ctx, dir, pubKey, db, policies, signOpts, opts...)
+	var be *scan.BreaksPolicyError
+	if err != nil && !errors.As(err, &be) {
+		return err
+	}
+	if asJSON {
+		if res == nil {
+			res = []scan.Rescan{}
+		}
+		if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
+			return werr
+		}
+		return err
+	}
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "IMAGE\tMONTH\tDIGEST\tFINDINGS\tNEW\tBREAKING")
+	for _, r := range res {
+		var ids []string
+		for _, f := range r.New {
+			ids = append(ids, f.ID+" ("+f.Package+" "+f.Installed+")")
+		}
+		newCol := "-"
+		if len(ids) > 0 {
+			newCol = strings.Join(ids, ", ")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\n", r.Image, r.Month, r.Digest, r.Findings, newCol, len(r.Breaking))
+	}
+	if werr := w.Flush(); werr != nil {
+		return werr
+	}
+	return err
 }

@@ -50,4 +50,3 @@ func (r *Real) scanAndAttest(ctx context.Context, l *lock.Lock, d name.Digest) e
 	logs.From(ctx).Info("scanned", "image", l.Name, "findings", len(res.Findings), "suppressed", len(res.Findings)-len(res.Active()), "db", db.Source)
 	return nil
 }
-

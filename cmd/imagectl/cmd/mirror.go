@@ -1,19 +1,23 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"imagectl/internal/exitcode"
 	"imagectl/internal/mirror"
 )
 
 func newMirrorCmd() *cobra.Command {
 	var (
-		sf     specFlags
-		out    outputFlag
-		images []string
+		sf       specFlags
+		out      outputFlag
+		images   []string
+		artifact []string
 	)
 	cmd := &cobra.Command{
 		Use:   "mirror [specs...]",
@@ -32,21 +36,43 @@ Registry credentials come from the Docker config (~/.docker/config.json).
 --output json prints one record per base: source, digest, target, tag,
 platforms, whether it was present and what was uploaded.
 
+--artifact SRC DST_REPO copies one image or OCI artifact (the vulnerability
+database: imagectl scan push-db) by digest into DST_REPO, then its tag; no spec
+is read.
+
 Exit codes: 1 a spec without repos.mirror, an upstream without the base, or
 another error; 69 a registry that cannot be reached.`,
 		Example: `  imagectl mirror specs/pytorch.hcl --var base_registry=registry.example/upstream
-  imagectl mirror specs/ --image pytorch-2.6-cu121-py3.11 -o json`,
+  imagectl mirror specs/ --image pytorch-2.6-cu121-py3.11 -o json
+  imagectl mirror --artifact upstream.example/anchore/grype-db:latest reg/platform/grype-db`,
 		Args: usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.json()
 			if err != nil {
 				return err
 			}
-			imgs, err := loadImages(cmd, sf, args, images)
-			if err != nil {
-				return err
+			var res []mirror.Result
+			if len(artifact) > 0 {
+				if len(artifact) != 2 || len(args) > 0 {
+					return exitcode.Wrap(exitcode.Usage, errors.New("--artifact takes SRC,DST_REPO and no specs"))
+				}
+				dst, err := name.NewRepository(artifact[1], accessOf(cmd).NameOptions(strings.SplitN(artifact[1], "/", 2)[0])...)
+				if err != nil {
+					return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--artifact destination %q: %w", artifact[1], err))
+				}
+				r, err := mirror.Copy(cmd.Context(), artifact[0], dst, mirror.WithAccess(accessOf(cmd)))
+				if err != nil {
+					return err
+				}
+				res = append(res, r)
 			}
-			res, err := mirror.Run(cmd.Context(), imgs, mirror.WithAccess(accessOf(cmd)))
+			if len(artifact) == 0 {
+				imgs, lerr := loadImages(cmd, sf, args, images)
+				if lerr != nil {
+					return lerr
+				}
+				res, err = mirror.Run(cmd.Context(), imgs, mirror.WithAccess(accessOf(cmd)))
+			}
 			if asJSON {
 				if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil && err == nil {
 					err = werr
@@ -67,5 +93,6 @@ another error; 69 a registry that cannot be reached.`,
 	sf.add(cmd)
 	addOutputFlag(cmd, &out)
 	cmd.Flags().StringArrayVar(&images, "image", nil, "mirror only this image's base (repeatable); the default is every image in the specs")
+	cmd.Flags().StringSliceVar(&artifact, "artifact", nil, "SRC,DST_REPO: copy one image or OCI artifact (the vulnerability database) by digest instead of the specs' bases")
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
 	"imagectl/internal/exitcode"
@@ -50,9 +51,9 @@ func (f *scanFlags) options(cmd *cobra.Command) ([]scan.Option, error) {
 
 func newScanCmd() *cobra.Command {
 	var (
-		sf     scanFlags
-		sign   signFlags
-		out    outputFlag
+		sf       scanFlags
+		sign     signFlags
+		out      outputFlag
 		pubKey   string
 		attest   bool
 		releases string
@@ -155,7 +156,34 @@ one, 0 otherwise.`,
 	cmd.Flags().StringVar(&releases, "releases", "", "re-scan every promoted digest of IMAGES_DIR/*/releases.json and attest the results (needs --signing-key)")
 	cmd.Flags().StringSliceVar(&specs, "spec", nil, "with --releases: spec file(s) or directory whose policy { vulnerabilities { ... } } decide the exit code")
 	spf.add(cmd)
+	cmd.AddCommand(newPushDBCmd())
 	return cmd
+}
+
+func newPushDBCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "push-db ARCHIVE REF",
+		Short: "Publish a grype v6 database archive as an OCI artifact (what scan --db REF pulls)",
+		Long: `push-db opens ARCHIVE (a grype v6 .tar.gz or .tar.zst, e.g. from grype db
+download on a machine with internet access) to check it is a database, then
+pushes it to REF as an OCI artifact: one layer, the archive; the manifest's
+annotations name its build date and schema. The digest is printed on stdout.
+imagectl mirror --artifact copies it to another registry by digest.`,
+		Example: `  imagectl scan push-db vulnerability-db_v6.1.10_2026-12-01T05:00:00Z_1764565200.tar.zst reg/platform/grype-db:latest`,
+		Args:    usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ref, err := name.ParseReference(args[1], accessOf(cmd).NameOptions(strings.SplitN(args[1], "/", 2)[0])...)
+			if err != nil {
+				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%q: %w", args[1], err))
+			}
+			d, err := scan.PushDB(cmd.Context(), args[0], ref, scan.WithAccess(accessOf(cmd)))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), ref.Context().Digest(d.String()).String())
+			return nil
+		},
+	}
 }
 
 // rescanReleases is scan --releases.

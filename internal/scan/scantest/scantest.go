@@ -30,7 +30,7 @@ func Records() string {
 
 // Record names of the fixture (provider/results/... globs).
 const (
-	JQ       = "debian/**/cve-2026-32316.json"   // jq, debian:12, fixed in 1.6-2.1+deb12u3
+	JQ       = "debian/**/cve-2026-32316.json"      // jq, debian:12, fixed in 1.6-2.1+deb12u3
 	PipTar   = "github/**/ghsa-4xh5-x5gv-qwph.json" // pip < 25.3, CVE-2025-8869, medium
 	PipHg    = "github/**/ghsa-mq26-g339-26xf.json" // pip < 23.3, CVE-2023-5752, low
 	AllFixes = "**"

@@ -29,7 +29,13 @@ const e2ePassword = "scan-e2e-password"
 // and the key pair.
 func signedDemo(t *testing.T, env testenv.Env, repo string) (ref name.Digest, priv, pub string) {
 	t.Helper()
-	img, err := sbomtest.Image(demoLock())
+	var err error
+	l := demoLock()
+	l.Normalize()
+	if l.Digest, err = l.ContentDigest(); err != nil {
+		t.Fatal(err)
+	}
+	img, err := sbomtest.Image(l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +52,7 @@ func signedDemo(t *testing.T, env testenv.Env, repo string) (ref name.Digest, pr
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sign.SignAndAttest(context.Background(), ref, demoLock(), sign.Builder{}, sign.WithKey(priv, []byte(e2ePassword))); err != nil {
+	if err := sign.SignAndAttest(context.Background(), ref, l, sign.Builder{}, sign.WithKey(priv, []byte(e2ePassword))); err != nil {
 		t.Fatalf("SignAndAttest = %v", err)
 	}
 	return ref, priv, pub

@@ -10,7 +10,7 @@ import (
 	"github.com/package-url/packageurl-go"
 
 	"imagectl/internal/lock"
-	"imagectl/internal/pyindex"
+	"imagectl/internal/pep"
 )
 
 // VEXFile is an image's OpenVEX document, images/NAME/vex.json.
@@ -141,7 +141,7 @@ func LintVEX(path, image string, l *lock.Lock) error {
 	if l != nil {
 		for _, w := range append([]lock.Wheel{l.Resolver}, l.Pip...) {
 			if w.Name != "" {
-				pypi = append(pypi, packageurl.NewPackageURL(packageurl.TypePyPi, "", pyindex.Normalize(w.Name), w.Version, nil, "").ToString())
+				pypi = append(pypi, packageurl.NewPackageURL(packageurl.TypePyPi, "", pep.Normalize(w.Name), w.Version, nil, "").ToString())
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/pep"
 )
 
@@ -86,7 +87,9 @@ func resolveApt(ctx context.Context, r Runner, image string, pkgs []string, pyth
 	}
 	probe := parsePythonProbe(files)
 	if rc := strings.TrimSpace(string(files["apt.rc"])); rc != "0" {
-		return nil, probe, &AptError{Packages: append(append([]string{}, pkgs...), probe.install...), Output: string(files["apt.log"]) + string(files["apt.txt"])}
+		// Redacted as pip's is: a sources.list or auth.conf URL with
+		// user:password@ must not reach an error or a log.
+		return nil, probe, &AptError{Packages: append(append([]string{}, pkgs...), probe.install...), Output: auth.Redact(string(files["apt.log"]) + string(files["apt.txt"]))}
 	}
 	debs, err := parsePrintURIs(files["apt.txt"])
 	if err != nil {

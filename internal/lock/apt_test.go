@@ -1,6 +1,8 @@
 package lock
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -167,5 +169,24 @@ func TestAptScriptUpdatesOnlyWhenAptHasSomethingToAnswer(t *testing.T) {
 				t.Errorf("python install %q, want %q", got, tc.wantExtra)
 			}
 		})
+	}
+}
+
+// TestAptErrorRedacted: apt's output in an AptError carries no
+// user:password@ of a mirror URL, as pip's does not.
+func TestAptErrorRedacted(t *testing.T) {
+	f := newFixture(t)
+	f.runner.aptRC = "100"
+	f.runner.apt = "Err:1 http://builder:s3cret@mirror.internal/debian bookworm InRelease\n  401  Unauthorized\n"
+	_, err := Resolve(context.Background(), f.demo(), f.opts()...)
+	var ae *AptError
+	if !errors.As(err, &ae) {
+		t.Fatalf("Resolve() = %v, want an *AptError", err)
+	}
+	if strings.Contains(ae.Output, "s3cret") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("AptError output %q leaks the password", ae.Output)
+	}
+	if !strings.Contains(ae.Output, "http://***@mirror.internal/debian") {
+		t.Errorf("AptError output %q, want the URL with ***@ in place of the credentials", ae.Output)
 	}
 }

@@ -126,7 +126,7 @@ func pickResolver(ctx context.Context, proxy *pyindex.Proxy, img spec.Image, kee
 		if !found {
 			return Wheel{}, pyindex.File{}, fmt.Errorf("image %s: the locked resolver %s (sha256 %s) is no longer listed by %s", img.Name, keep.Filename, keep.SHA256, auth.Redact(ix))
 		}
-	} else if f, err = pyindex.NewestPure(files, "pip", img.Python, minPip); err != nil {
+	} else if f, err = pyindex.NewestPure(ctx, files, "pip", img.Python, minPip); err != nil {
 		return Wheel{}, pyindex.File{}, fmt.Errorf("image %s: %s: %w", img.Name, auth.Redact(ix), err)
 	}
 	w, _ := pep.ParseWheel(f.Filename)

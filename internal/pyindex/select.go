@@ -1,9 +1,11 @@
 package pyindex
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
+	"imagectl/internal/logs"
 	"imagectl/internal/pep"
 	"imagectl/internal/version"
 )
@@ -14,8 +16,10 @@ var pureTags = map[string]bool{"py3-none-any": true, "py2.py3-none-any": true}
 // NewestPure picks the newest final release of project among files: a
 // pure-Python wheel (py3-none-any), not yanked, with a sha256, at least
 // version min, whose Requires-Python admits python ("3.11"). It is how the
-// lock chooses the pip that resolves and installs.
-func NewestPure(files []File, project, python, minVersion string) (File, error) {
+// lock chooses the pip that resolves and installs. A candidate whose
+// Requires-Python does not parse is left out with a warning on ctx's
+// logger, naming the file and the specifier.
+func NewestPure(ctx context.Context, files []File, project, python, minVersion string) (File, error) {
 	var best File
 	var bestV version.Numeric
 	project = pep.Normalize(project)
@@ -32,7 +36,11 @@ func NewestPure(files []File, project, python, minVersion string) (File, error) 
 		if err != nil || v.Compare(floor) < 0 {
 			continue
 		}
-		if ok, err := SatisfiesPython(f.RequiresPython, python); err != nil || !ok {
+		ok, err = SatisfiesPython(f.RequiresPython, python)
+		if err != nil {
+			logs.From(ctx).Warn("skipping a candidate whose Requires-Python does not parse", "file", f.Filename, "requires_python", f.RequiresPython, "err", err)
+		}
+		if err != nil || !ok {
 			continue
 		}
 		if bestV == nil || v.Compare(bestV) > 0 {

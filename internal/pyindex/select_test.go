@@ -1,8 +1,13 @@
 package pyindex
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"imagectl/internal/logs"
 )
 
 func TestSatisfiesPython(t *testing.T) {
@@ -40,12 +45,32 @@ func TestNewestPure(t *testing.T) {
 		{Filename: "pip-23.2.tar.gz", SHA256: h},
 		{Filename: "pip-23.3-py3-none-any.whl"},
 	}
-	f, err := NewestPure(files, "pip", "3.11", "22.2")
+	f, err := NewestPure(context.Background(), files, "pip", "3.11", "22.2")
 	if err != nil || f.Filename != "pip-23.0.1-py3-none-any.whl" {
 		t.Errorf("NewestPure = %v, %v; want pip 23.0.1 (24.0 yanked, 25.0 needs 3.12, 23.3 has no hash)", f.Filename, err)
 	}
-	if _, err := NewestPure(files[:1], "pip", "3.11", "22.2"); err == nil {
+	if _, err := NewestPure(context.Background(), files[:1], "pip", "3.11", "22.2"); err == nil {
 		t.Error("NewestPure(pip 22.0.2 only) = nil error, want none >= 22.2")
+	}
+}
+
+// TestNewestPureLogsBadRequiresPython: a candidate whose Requires-Python
+// does not parse is left out, with a warning naming the file and the
+// specifier.
+func TestNewestPureLogsBadRequiresPython(t *testing.T) {
+	h := strings.Repeat("a", 64)
+	files := []File{
+		{Filename: "pip-23.0.1-py3-none-any.whl", SHA256: h},
+		{Filename: "pip-25.0-py3-none-any.whl", SHA256: h, RequiresPython: "3.8"},
+	}
+	var buf bytes.Buffer
+	ctx := logs.With(context.Background(), slog.New(slog.NewTextHandler(&buf, nil)))
+	f, err := NewestPure(ctx, files, "pip", "3.11", "22.2")
+	if err != nil || f.Filename != "pip-23.0.1-py3-none-any.whl" {
+		t.Errorf("NewestPure = %v, %v; want pip 23.0.1 (25.0's Requires-Python does not parse)", f.Filename, err)
+	}
+	if log := buf.String(); !strings.Contains(log, "pip-25.0-py3-none-any.whl") || !strings.Contains(log, "requires_python=3.8") {
+		t.Errorf("log = %q, want a warning naming pip-25.0-py3-none-any.whl and its Requires-Python", log)
 	}
 }
 

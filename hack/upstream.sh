@@ -5,6 +5,8 @@
 #
 #   $IMAGECTL_UPSTREAM_REGISTRY/nvidia/cuda:11.8.0-runtime-ubuntu22.04
 #   $IMAGECTL_UPSTREAM_REGISTRY/nvidia/cuda:12.1.1-runtime-ubuntu22.04
+#   $IMAGECTL_UPSTREAM_REGISTRY/nvidia/cuda:11.8.0-base-ubuntu22.04   (the shipped spec's)
+#   $IMAGECTL_UPSTREAM_REGISTRY/nvidia/cuda:12.1.1-base-ubuntu22.04
 #
 # Each is an OCI image index with a linux/amd64 manifest (the shape of the
 # real multi-platform tags). Both share one layer: a Debian bookworm minbase
@@ -14,7 +16,9 @@
 # /usr/local/cuda/bin, LD_LIBRARY_PATH, NVIDIA_*, CUDA_VERSION, NV_CUDA_*,
 # NCCL_VERSION) and labels, taken from NVIDIA's Dockerfiles
 # (gitlab.com/nvidia/container-images/cuda, dist/<ver>/ubuntu2204/{base,runtime})
-# into hack/upstream/<repository>/<tag>.json. The fixture carries no CUDA
+# into hack/upstream/<repository>/<tag>.json; a -base- config has the base
+# Dockerfile's environment only (no NV_LIB*, NCCL or NVTX variables: that
+# flavour installs cuda-cudart and cuda-compat alone). The fixture carries no CUDA
 # libraries.
 #
 # Sourced by hack/up.sh (it uses up.sh's alive, start, wait_for, pick_port,

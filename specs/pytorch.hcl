@@ -116,9 +116,13 @@ image "pytorch-2.6" {
   cuda   = cuda
   python = python
 
-  # The runtime flavour, without cuDNN 8: the torch wheels bring their own
-  # cuDNN 9 (and CUDA runtime libraries) from pip.
-  base = "${var.base_registry}/nvidia/cuda:${{ "11.8" = "11.8.0", "12.1" = "12.1.1" }[cuda]}-runtime-ubuntu22.04"
+  # The -base flavour (cuda-cudart and cuda-compat only), chosen over
+  # -runtime: the torch cu118/cu124 wheels bring their own CUDA libraries
+  # (nvidia-cublas, -cufft, -curand, -cusolver, -cusparse, -nccl, -nvrtc,
+  # -nvtx, cuDNN 9) from pip, so a -runtime base would ship each of them
+  # twice, with two copies on the loader path (docs/build.md, "CUDA shipped
+  # twice"; imagectl build reports any library an image holds twice).
+  base = "${var.base_registry}/nvidia/cuda:${{ "11.8" = "11.8.0", "12.1" = "12.1.1" }[cuda]}-base-ubuntu22.04"
 
   # torch 2.6.0 publishes no cu121 wheel (only cu118, cu124, cu126; cu121
   # stops at 2.5.1). For the CUDA 12.1 images we choose, explicitly, the

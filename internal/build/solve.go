@@ -219,6 +219,7 @@ func solveTarget(ctx context.Context, c Client, o *options, sopt client.SolveOpt
 	// An error of buildFunc reaches c.Build's caller as text only (it
 	// travels through buildkitd): keep the typed one.
 	var policyErr error
+	log := logs.From(ctx)
 	buildFunc := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
 		// The base's config is asked for beside the solve (two round trips
 		// to buildkitd at once instead of one after the other).
@@ -246,6 +247,14 @@ func solveTarget(ctx context.Context, c Client, o *options, sopt client.SolveOpt
 					policyErr = pe
 				}
 				return nil, err
+			}
+		}
+		// Reported, never failed: CUDA libraries both a base deb and a wheel.
+		if ref, err := res.SingleRef(); err == nil && ref != nil {
+			if dups, err := cudaDuplicates(ctx, ref, t.lock); err != nil {
+				log.Debug("not checking for CUDA shipped twice", "err", err)
+			} else {
+				logCUDADuplicates(log, t.lock.Name, t.platform.OS+"/"+t.platform.Architecture, dups)
 			}
 		}
 		bc := <-baseCh

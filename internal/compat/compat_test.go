@@ -227,3 +227,45 @@ func TestSortArchs(t *testing.T) {
 		t.Errorf("catalog 2.11.0 cu130 archs = %v, want sm_75 first and sm_120 last", w.Archs)
 	}
 }
+
+// TestCUDADuplicates: the libraries an nvidia/cuda runtime base (its debs,
+// as hack/upstream's 12.1.1 config names them) and the cu124 wheels both
+// carry are found per library with both sides' bytes; the -base flavour
+// (cudart and cuda-compat only) shares cudart alone.
+func TestCUDADuplicates(t *testing.T) {
+	runtimeDebs := []Package{
+		{"libc6", "2.35", 13 << 20},
+		{"cuda-cudart-12-1", "12.1.105-1", 700 << 10},
+		{"cuda-compat-12-1", "530.30.02-1", 100 << 20},
+		{"libcublas-12-1", "12.1.3.1-1", 600 << 20},
+		{"libnccl2", "2.17.1-1+cuda12.1", 250 << 20},
+		{"libnpp-12-1", "12.1.0.40-1", 200 << 20},
+		{"cuda-nvtx-12-1", "12.1.105-1", 1 << 20},
+	}
+	wheels := []Package{
+		{"nvidia-cuda-runtime-cu12", "12.4.127", 883 << 10},
+		{"nvidia-cublas-cu12", "12.4.5.8", 363 << 20},
+		{"nvidia-nccl-cu12", "2.21.5", 189 << 20},
+		{"nvidia-nvtx-cu12", "12.4.127", 99 << 10},
+		{"numpy", "2.1.0", 16 << 20},
+	}
+	got := CUDADuplicates(runtimeDebs, wheels)
+	var libs []string
+	for _, d := range got {
+		libs = append(libs, d.Library+":"+d.Deb.Name+"/"+d.Wheel.Name)
+	}
+	want := []string{"cublas:libcublas-12-1/nvidia-cublas-cu12", "cudart:cuda-cudart-12-1/nvidia-cuda-runtime-cu12",
+		"nccl:libnccl2/nvidia-nccl-cu12", "nvtx:cuda-nvtx-12-1/nvidia-nvtx-cu12"}
+	if !slices.Equal(libs, want) {
+		t.Errorf("CUDADuplicates(runtime debs, cu124 wheels) = %v, want %v", libs, want)
+	}
+	if got[0].Deb.Bytes != 600<<20 || got[0].Wheel.Bytes != 363<<20 {
+		t.Errorf("cublas duplicate = %+v, want both sides' bytes", got[0])
+	}
+	if base := CUDADuplicates(runtimeDebs[:3], wheels); len(base) != 1 || base[0].Library != "cudart" {
+		t.Errorf("CUDADuplicates(-base flavour debs) = %+v, want cudart alone", base)
+	}
+	if none := CUDADuplicates(runtimeDebs[:1], wheels); len(none) != 0 {
+		t.Errorf("CUDADuplicates(no CUDA debs) = %+v, want none", none)
+	}
+}

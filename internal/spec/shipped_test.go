@@ -28,10 +28,10 @@ func TestShippedSpecs(t *testing.T) {
 	for _, tc := range []struct {
 		name, base, variant, nccl, cudnn, floor string
 	}{
-		{"pytorch-2.6-cu118-py3.10", "docker.io/nvidia/cuda:11.8.0-runtime-ubuntu22.04", "cu118", "2.21.5", "9.1.0.70", "525.60.13"},
-		{"pytorch-2.6-cu118-py3.11", "docker.io/nvidia/cuda:11.8.0-runtime-ubuntu22.04", "cu118", "2.21.5", "9.1.0.70", "525.60.13"},
-		{"pytorch-2.6-cu121-py3.10", "docker.io/nvidia/cuda:12.1.1-runtime-ubuntu22.04", "cu124", "2.21.5", "9.1.0.70", "525.60.13"},
-		{"pytorch-2.6-cu121-py3.11", "docker.io/nvidia/cuda:12.1.1-runtime-ubuntu22.04", "cu124", "2.21.5", "9.1.0.70", "525.60.13"},
+		{"pytorch-2.6-cu118-py3.10", "docker.io/nvidia/cuda:11.8.0-base-ubuntu22.04", "cu118", "2.21.5", "9.1.0.70", "525.60.13"},
+		{"pytorch-2.6-cu118-py3.11", "docker.io/nvidia/cuda:11.8.0-base-ubuntu22.04", "cu118", "2.21.5", "9.1.0.70", "525.60.13"},
+		{"pytorch-2.6-cu121-py3.10", "docker.io/nvidia/cuda:12.1.1-base-ubuntu22.04", "cu124", "2.21.5", "9.1.0.70", "525.60.13"},
+		{"pytorch-2.6-cu121-py3.11", "docker.io/nvidia/cuda:12.1.1-base-ubuntu22.04", "cu124", "2.21.5", "9.1.0.70", "525.60.13"},
 	} {
 		img, ok := got[tc.name]
 		if !ok {

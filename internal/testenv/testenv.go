@@ -56,7 +56,7 @@ func (e Env) MultiBase(t testing.TB) string {
 }
 
 // UpstreamCUDATags are the nvidia/cuda tags the upstream registry holds.
-var UpstreamCUDATags = []string{"11.8.0-runtime-ubuntu22.04", "12.1.1-runtime-ubuntu22.04"}
+var UpstreamCUDATags = []string{"11.8.0-runtime-ubuntu22.04", "12.1.1-runtime-ubuntu22.04", "11.8.0-base-ubuntu22.04", "12.1.1-base-ubuntu22.04"}
 
 // UpstreamCUDA returns the upstream fixture's nvidia/cuda:TAG reference.
 // Without the upstream registry it fails the test under IMAGECTL_E2E=1 and

@@ -72,3 +72,18 @@ func firstMatch(ps []Package, re *regexp.Regexp) (Package, bool) {
 	}
 	return Package{}, false
 }
+
+// nvidiaCUDATag matches an nvidia/cuda reference and captures its
+// flavour: nvidia/cuda:12.1.1-runtime-ubuntu22.04 -> runtime,
+// 12.1.1-cudnn8-devel-ubuntu22.04 -> devel.
+var nvidiaCUDATag = regexp.MustCompile(`(^|/)nvidia/cuda:[0-9.]+-(?:cudnn\d*-)?(base|runtime|devel)-`)
+
+// CUDABaseFlavour is the flavour of an nvidia/cuda base reference: "base"
+// (cuda-cudart and cuda-compat only), "runtime" (the CUDA runtime
+// libraries too), "devel" (and the toolkit), or "" for another image.
+func CUDABaseFlavour(ref string) string {
+	if m := nvidiaCUDATag.FindStringSubmatch(ref); m != nil {
+		return m[2]
+	}
+	return ""
+}

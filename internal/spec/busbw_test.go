@@ -69,3 +69,45 @@ func TestShippedSpecsNoWarnings(t *testing.T) {
 		t.Errorf("Load(specs) warned:\n%s", got)
 	}
 }
+
+// TestCUDAShippedTwiceWarning: an nvidia/cuda -runtime base under torch
+// CUDA wheels is a warning at base (file:line:col); the -base flavour, or
+// another image, is not.
+func TestCUDAShippedTwiceWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name, base, cuda, variant string
+		want                      string
+	}{
+		{"runtime + cu124", "nvidia/cuda:12.4.1-runtime-ubuntu22.04", "12.4", "cu124", "x.hcl:3,17-57: CUDA shipped twice"},
+		{"cudnn devel + cu118", "nvidia/cuda:11.8.0-cudnn8-devel-ubuntu22.04", "11.8", "cu118", "x.hcl:3,17-62: CUDA shipped twice"},
+		{"base + cu124", "nvidia/cuda:12.4.1-base-ubuntu22.04", "12.4", "cu124", ""},
+		{"another base + cu124", "127.0.0.1:5000/platform/ubuntu-cuda:12.4", "12.4", "cu124", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := `image "x" {
+  python        = "3.11"
+  base        = "` + tc.base + `"
+  cuda          = "` + tc.cuda + `"
+  torch         = "2.6.0"
+  torch_variant = "` + tc.variant + `"
+  driver_floor  = "525.60.13"
+  repos {
+    staging = "127.0.0.1:5000/s"
+    release = "127.0.0.1:5000/r"
+  }
+}
+`
+			p := filepath.Join(t.TempDir(), "x.hcl")
+			if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := loadWarnings(t, p)
+			switch {
+			case tc.want == "" && strings.Contains(got, "CUDA shipped twice"):
+				t.Errorf("Load warned:\n%s\nwant no CUDA warning", got)
+			case tc.want != "" && !strings.Contains(got, tc.want):
+				t.Errorf("Load warned:\n%s\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -219,6 +219,7 @@ func (l *loader) decodeImage(ctx *hcl.EvalContext, blk *hcl.Block, attrs, own co
 		if !l.applyCompat(&img, ranges, blk.DefRange) {
 			continue
 		}
+		l.checkCUDATwice(&img, ranges)
 		imgs = append(imgs, img)
 	}
 	return imgs
@@ -310,6 +311,28 @@ func (l *loader) checkBusBandwidth(img *Image, ranges map[string]hcl.Range) {
 		// No image name: the images of one matrix share the warning.
 		Detail: fmt.Sprintf("min_busbw_gbps = %g with min_gpus %s: a host with one GPU passes verification, and one GPU has no bus bandwidth, so the floor is skipped there. Set min_gpus = 2 or more to enforce it, or drop min_busbw_gbps.",
 			v.MinBusBandwidthGBps, gpus),
+		Subject: rng.Ptr(),
+	})
+}
+
+// checkCUDATwice warns at base when an nvidia/cuda runtime or devel base
+// meets torch CUDA wheels, which bring the same libraries as nvidia-*
+// wheels: the image would carry each twice (docs/build.md, "CUDA shipped
+// twice"; the build reports them per library with their bytes).
+func (l *loader) checkCUDATwice(img *Image, ranges map[string]hcl.Range) {
+	flavour := compat.CUDABaseFlavour(img.Base)
+	if !strings.HasPrefix(img.TorchVariant, "cu") || (flavour != "runtime" && flavour != "devel") {
+		return
+	}
+	rng, ok := ranges["base"]
+	if !ok {
+		return
+	}
+	l.diags = append(l.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  "CUDA shipped twice",
+		Detail: fmt.Sprintf("The %s flavour of nvidia/cuda holds the CUDA runtime libraries as debs (cuBLAS, cuFFT, cuRAND, cuSOLVER, cuSPARSE, NCCL, NVRTC, NVTX), and the torch %s wheels bring their own as nvidia-* wheels: the image carries each twice, with two copies on the loader path. Use the -base- flavour (cuda-cudart and cuda-compat only) under the torch wheels; imagectl build reports each library held twice with its bytes.",
+			flavour, img.TorchVariant),
 		Subject: rng.Ptr(),
 	})
 }

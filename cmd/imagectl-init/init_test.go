@@ -375,7 +375,9 @@ func TestExitCodes(t *testing.T) {
 func TestReapsOrphans(t *testing.T) {
 	// 100 grandchildren orphaned at once (their parents exit immediately),
 	// so they are reparented to the init; then they are killed and must all
-	// be reaped. Polls, not sleeps, with a generous bound (30 s of sleeps):
+	// be reaped. Polls, not sleeps, with a generous bound (30 s of sleeps),
+	// until none of the orphans is left, dying or a zombie (a count of zombies
+	// alone could read 0 before the killed sleeps had died):
 	// on a 2-core machine under load the shell's own /proc scans are slow.
 	child := `i=0; while [ $i -lt 100 ]; do (sleep 1000 &); i=$((i+1)); done
 pids() { awk '$4==1 && $2=="(sleep)" {print $1}' /proc/[0-9]*/stat 2>/dev/null; }
@@ -383,7 +385,7 @@ t=0; while [ $(pids | wc -l) -lt 100 ] && [ $t -lt 200 ]; do sleep 0.05; t=$((t+
 echo orphans $(pids | wc -l)
 kill $(pids)
 zombies() { awk '$3=="Z"' /proc/[0-9]*/stat 2>/dev/null | wc -l; }
-t=0; while [ $(zombies) -gt 0 ] && [ $t -lt 600 ]; do sleep 0.05; t=$((t+1)); done
+t=0; while [ $(pids | wc -l) -gt 0 ] && [ $t -lt 600 ]; do sleep 0.05; t=$((t+1)); done
 echo zombies $(zombies)`
 	s := start(t, nil, "", "sh", "-c", child)
 	if l := s.line(); l != "orphans 100" {

@@ -232,19 +232,10 @@ func (o *options) checkAttestations(ctx context.Context, ref name.Digest, a atta
 // subject is exactly ref's digest: what `cosign verify-attestation --key
 // pubKeyPath --insecure-ignore-tlog --type predicateType` accepts. None is
 // a *NoAttestationError (Absent); a registry failure is another error.
-func VerifyAttestations(ctx context.Context, ref name.Digest, predicateType, pubKeyPath string, opts ...Option) (_ [][]byte, err error) {
-	o, err := makeOptions(opts...)
+func VerifyAttestations(ctx context.Context, ref name.Digest, predicateType, pubKeyPath string, opts ...Option) ([][]byte, error) {
+	all, err := Attestations(ctx, ref, pubKeyPath, opts...)
 	if err != nil {
 		return nil, err
-	}
-	defer func() { err = o.access.Classify(err) }()
-	v, err := LoadPublicKey(pubKeyPath)
-	if err != nil {
-		return nil, err
-	}
-	all, err := o.verifiedAttestations(ctx, ref, v)
-	if err != nil {
-		return nil, fmt.Errorf("verifying the attestations of %s with %s: %w", ref, pubKeyPath, err)
 	}
 	if len(all[predicateType]) == 0 {
 		return nil, &NoAttestationError{Ref: ref, PredicateType: predicateType}

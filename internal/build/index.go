@@ -115,7 +115,7 @@ func solveIndex(ctx context.Context, clients []Client, l *lock.Lock, o *options,
 	if err != nil {
 		return nil, fmt.Errorf("assembling the index of %s: %w", l.Name, err)
 	}
-	r := &Result{Digest: h.String(), LockDigest: l.Digest, OCILayout: o.ociLayout}
+	r := &Result{Digest: h.String(), LockDigest: l.Digest, OCILayout: o.ociLayout, CUDADuplicates: cudaDuplicatesOf(targets)}
 	if o.ociLayout != "" {
 		if err := writeLayout(o.ociLayout, layouts, idx, h, o.tag, target); err != nil {
 			return nil, fmt.Errorf("writing the index of %s to the oci layout %s: %w", l.Name, o.ociLayout, err)

@@ -95,6 +95,9 @@ type Result struct {
 	// image index, Size the index's bytes plus every image's and Layers
 	// empty. Nil for a single-platform build.
 	Platforms []PlatformImage `json:"platforms,omitempty"`
+	// CUDADuplicates are the CUDA libraries the image (each platform's)
+	// holds twice, as a base deb and as a wheel; empty when none is.
+	CUDADuplicates []CUDADuplicate `json:"cuda_duplicates,omitempty"`
 }
 
 // PlatformImage is one platform's image inside a built index.
@@ -254,7 +257,8 @@ func solveTarget(ctx context.Context, c Client, o *options, sopt client.SolveOpt
 			if dups, err := cudaDuplicates(ctx, ref, t.lock); err != nil {
 				log.Debug("not checking for CUDA shipped twice", "err", err)
 			} else {
-				logCUDADuplicates(log, t.lock.Name, t.platform.OS+"/"+t.platform.Architecture, dups)
+				logCUDADuplicates(log, t.lock.Name, platformString(t.platform), dups)
+				t.cuda.set(platformString(t.platform), dups)
 			}
 		}
 		bc := <-baseCh
@@ -294,6 +298,8 @@ type buildTarget struct {
 	platform ocispecs.Platform
 	root     llb.State
 	def      *llb.Definition
+	// cuda is what the CUDA-shipped-twice check found in the solve.
+	cuda *cudaFindings
 }
 
 // buildTargets makes the LLB of every platform of l, each from that
@@ -325,7 +331,7 @@ func buildTargets(ctx context.Context, l *lock.Lock, o *options) ([]buildTarget,
 		if err != nil {
 			return nil, fmt.Errorf("marshalling the build of %q for %s: %w", l.Name, p, err)
 		}
-		ts = append(ts, buildTarget{lock: view, platform: plat, root: root, def: def})
+		ts = append(ts, buildTarget{lock: view, platform: plat, root: root, def: def, cuda: &cudaFindings{}})
 	}
 	return ts, nil
 }
@@ -465,7 +471,7 @@ func session(l *lock.Lock, o *options, target string) []bkSession.Attachable {
 // result reads the exporter's answer and the manifest back.
 func result(ctx context.Context, l *lock.Lock, o *options, target string, resp *client.SolveResponse, targets []buildTarget) (*Result, error) {
 	defer func(start time.Time) { logs.From(ctx).Debug("result read back", "took", time.Since(start)) }(time.Now())
-	r := &Result{Digest: resp.ExporterResponse[exptypes.ExporterImageDigestKey], LockDigest: l.Digest, OCILayout: o.ociLayout}
+	r := &Result{Digest: resp.ExporterResponse[exptypes.ExporterImageDigestKey], LockDigest: l.Digest, OCILayout: o.ociLayout, CUDADuplicates: cudaDuplicatesOf(targets)}
 	if r.Digest == "" {
 		if b64 := resp.ExporterResponse[exptypes.ExporterImageDescriptorKey]; b64 != "" {
 			var desc ocispecs.Descriptor

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,7 +42,7 @@ type GPU struct {
 // and no error.
 func ReadDriver(proc, dev string) (Driver, error) {
 	var d Driver
-	b, err := os.ReadFile(filepath.Join(proc, "driver/nvidia/version"))
+	b, err := readFile(filepath.Join(proc, "driver/nvidia/version"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return d, nil
 	}
@@ -88,13 +89,12 @@ func parseDriverVersion(s string) (string, error) {
 }
 
 func readGPU(path string) (GPU, error) {
-	f, err := os.Open(path)
+	b, err := readFile(path)
 	if err != nil {
 		return GPU{}, fmt.Errorf("reading GPU information: %w", err)
 	}
-	defer f.Close()
 	var g GPU
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")
 		if !ok {

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -50,7 +52,7 @@ type FPStorage struct {
 }
 
 // collectFingerprint assembles a fingerprint from what the init found.
-func collectFingerprint(cfg Config, env []string, st StorageState, shm ShmResult, drv Driver, caches []CacheDir, o options) Fingerprint {
+func collectFingerprint(cfg Config, env []string, st StorageState, shm ShmResult, drv Driver, swappiness int, caches []CacheDir) Fingerprint {
 	fp := Fingerprint{
 		Version:     FingerprintVersion,
 		CollectedAt: time.Now().UTC().Format(time.RFC3339),
@@ -61,7 +63,7 @@ func collectFingerprint(cfg Config, env []string, st StorageState, shm ShmResult
 		MemoryBytes: memTotal(),
 		Driver:      drv,
 		DriverFloor: cfg.DriverFloor,
-		Swappiness:  ReadSwappiness(o.proc),
+		Swappiness:  swappiness,
 		Shm:         shm,
 		Storage:     FPStorage{Path: st.Root, Ready: st.Ready},
 		Caches:      caches,
@@ -114,22 +116,15 @@ func writeFingerprint(path string, fp Fingerprint) error {
 	if err := makeDir(dir); err != nil {
 		return fmt.Errorf("writing fingerprint: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing fingerprint: %w", err)
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	tmp := tempName(dir, filepath.Base(path))
+	err = writeNewFile(tmp, append(b, '\n'), 0o644)
 	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
+		if rerr := syscall.Rename(tmp, path); rerr != nil {
+			err = &fs.PathError{Op: "rename", Path: tmp, Err: rerr}
+		}
 	}
 	if err != nil {
+		_ = syscall.Unlink(tmp)
 		return fmt.Errorf("writing fingerprint %s: %w", path, err)
 	}
 	return nil

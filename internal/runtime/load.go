@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +45,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if path == "" {
 		path, explicit = ConfigPath, false
 	}
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	switch {
 	case err == nil:
 		dec := json.NewDecoder(bytes.NewReader(b))

@@ -2,9 +2,9 @@ package runtime
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,12 +22,11 @@ type Mount struct {
 
 // readMounts parses a mountinfo file (proc(5)).
 func readMounts(path string) ([]Mount, error) {
-	f, err := os.Open(path)
+	b, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading mounts: %w", err)
 	}
-	defer f.Close()
-	return parseMountinfo(f)
+	return parseMountinfo(bytes.NewReader(b))
 }
 
 func parseMountinfo(r io.Reader) ([]Mount, error) {

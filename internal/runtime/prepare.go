@@ -183,7 +183,15 @@ func (p *Prepared) WriteFingerprint(ctx context.Context) (Fingerprint, string, e
 	if !p.driverRead {
 		drv, _ = ReadDriver(p.opts.proc, p.opts.dev)
 	}
-	fp := collectFingerprint(p.cfg, p.Env, p.Storage, p.shmForFingerprint(), drv, p.Caches, p.opts)
+	// vm.swappiness as the swappiness step left it (read once), else read now.
+	swap := -1
+	if p.Swappiness != nil {
+		swap = p.Swappiness.After
+	}
+	if swap < 0 {
+		swap = ReadSwappiness(p.opts.proc)
+	}
+	fp := collectFingerprint(p.cfg, p.Env, p.Storage, p.shmForFingerprint(), drv, swap, p.Caches)
 	path := p.cfg.FingerprintPath
 	if p.Storage.Configured && !p.Storage.Ready {
 		path = relocate(filepath.Clean(path), p.Storage.Root, p.opts.fallback)

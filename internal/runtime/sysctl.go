@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,7 +20,7 @@ type SwappinessResult struct {
 
 // ReadSwappiness reads vm.swappiness; -1 when it cannot be read.
 func ReadSwappiness(proc string) int {
-	b, err := os.ReadFile(filepath.Join(proc, "sys/vm/swappiness"))
+	b, err := readFile(filepath.Join(proc, "sys/vm/swappiness"))
 	if err != nil {
 		return -1
 	}
@@ -41,7 +40,7 @@ func applySwappiness(proc string, want int) (SwappinessResult, error) {
 	if r.Before == want {
 		return r, nil
 	}
-	err := os.WriteFile(path, []byte(strconv.Itoa(want)+"\n"), 0o644)
+	err := writeExisting(path, []byte(strconv.Itoa(want)+"\n"))
 	switch {
 	case err == nil:
 		r.After, r.Changed = want, true

@@ -20,8 +20,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	initrt "imagectl/internal/runtime"
 )
 
 func main() {
@@ -29,6 +33,10 @@ func main() {
 	tiniBin := flag.String("tini", "tini", "the tini binary")
 	n := flag.Int("n", 200, "runs per entrypoint")
 	baseDir := flag.String("dir", "", "where the storage directory goes (default: the system temp dir)")
+	goMin := flag.String("gomin", "", "a prebuilt go-minimal entrypoint (default: built here with go)")
+	goSig := flag.String("gosig", "", "a prebuilt go-signals entrypoint (default: built here with go)")
+	var also multiFlag
+	flag.Var(&also, "also", "NAME=PATH: another init binary to time with every step, in the same interleaved run (repeatable; e.g. the init before a change)")
 	flag.Parse()
 	if runtime.GOARCH != "amd64" {
 		fatal("the stamp command is amd64 machine code; this machine is " + runtime.GOARCH)
@@ -63,10 +71,26 @@ func main() {
 		{"imagectl-init", []string{initPath, "--", stamp}, append(env, "IMAGECTL_RUNTIME_CONFIG="+cfg)},
 		{"bash", []string{"/bin/bash", script, stamp}, env},
 		{"init-no-config", []string{initPath, "--", stamp}, append(env, "IMAGECTL_RUNTIME_CONFIG="+filepath.Join(dir, "empty.json"))},
-		{"go-minimal", []string{goMinimal(dir), stamp}, env},
+		{"go-minimal", []string{orBuild(*goMin, dir, "gomin", goMinimalSrc), stamp}, env},
 		// The same steps without the fingerprint: what writing it costs
 		// (collection, encoding/json, a temp file and a rename).
 		{"init-no-fp", []string{initPath, "--", stamp}, append(env, "IMAGECTL_RUNTIME_CONFIG="+cfg, "IMAGECTL_FINGERPRINT_PATH=off")},
+		// The floor of a Go init that keeps the lossless window: it catches
+		// every signal the init catches before it forks the command.
+		{"go-signals", []string{orBuild(*goSig, dir, "gosig", goSignalsSrc()), stamp}, env},
+	}
+	for _, a := range also {
+		name, path, ok := strings.Cut(a, "=")
+		if !ok {
+			fatal("-also " + a + ": want NAME=PATH")
+		}
+		abs, err := filepath.Abs(path)
+		must(err)
+		variants = append(variants, struct {
+			name string
+			argv []string
+			env  []string
+		}{name, []string{abs, "--", stamp}, append(env, "IMAGECTL_RUNTIME_CONFIG="+cfg)})
 	}
 	samples := make([][]time.Duration, len(variants))
 	for i := 0; i < *n+5; i++ {
@@ -93,6 +117,10 @@ func main() {
 	fmt.Printf("ratio bash/imagectl-init: %.2f (whole), %.2f (overhead)\n", ratio(med[3], med[2]), ratio(over(3), over(2)))
 	fmt.Printf("imagectl-init over a Go program that only fork/execs (the Go runtime's floor): %.3f ms; with no config: %.3f ms\n", ms(med[2]-med[5]), ms(med[4]-med[5]))
 	fmt.Printf("the fingerprint (collected, encoded with encoding/json, written and renamed): %.3f ms\n", ms(med[2]-med[6]))
+	fmt.Printf("floors: a Go program that only fork/execs %.2fx tini; one that first catches the init's %d signals %.2fx tini\n", ratio(med[5], med[1]), len(caught()), ratio(med[7], med[1]))
+	for v := 8; v < len(variants); v++ {
+		fmt.Printf("ratio %s/tini: %.2f (whole), %.2f (overhead)\n", variants[v].name, ratio(med[v], med[1]), ratio(max(med[v]-base, 0), over(1)))
+	}
 	if ms(med[2]) >= 10 {
 		fmt.Printf("FAIL: imagectl-init takes %.3f ms, over the 10 ms budget\n", ms(med[2]))
 		os.Exit(1)
@@ -154,13 +182,9 @@ exec "$@"
 	return cfgPath, env, script
 }
 
-// goMinimal builds the smallest Go entrypoint: fork/exec the command and
+// goMinimalSrc is the smallest Go entrypoint: fork/exec the command and
 // wait. It is the floor any Go init pays (runtime start-up) on this machine.
-func goMinimal(dir string) string {
-	src := filepath.Join(dir, "gomin")
-	must(os.MkdirAll(src, 0o755))
-	must(os.WriteFile(filepath.Join(src, "go.mod"), []byte("module gomin\n\ngo 1.26\n"), 0o644))
-	must(os.WriteFile(filepath.Join(src, "main.go"), []byte(`package main
+const goMinimalSrc = `package main
 
 import (
 	"os"
@@ -176,16 +200,73 @@ func main() {
 	_, _ = syscall.Wait4(pid, &ws, 0, nil)
 	os.Exit(ws.ExitStatus())
 }
-`), 0o644))
-	bin := filepath.Join(dir, "gomin-bin")
+`
+
+// caught is every signal imagectl-init catches before it starts the
+// command: the forwarded ones, SIGCHLD, SIGTTIN and SIGTTOU.
+func caught() []syscall.Signal {
+	return append(initrt.ForwardedSignals(), syscall.SIGCHLD, syscall.SIGTTIN, syscall.SIGTTOU)
+}
+
+// goSignalsSrc is go-minimal that first catches (os/signal) every signal
+// the init catches, as the init must before the command exists so that no
+// signal sent after the command started is lost: each new signal is a
+// round trip to the Go runtime's signal-mask thread. It is the floor of a
+// Go init that keeps that behaviour.
+func goSignalsSrc() string {
+	var nums []string
+	for _, s := range caught() {
+		nums = append(nums, strconv.Itoa(int(s)))
+	}
+	return `package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	c := make(chan os.Signal, 128)
+	for _, n := range []int{` + strings.Join(nums, ", ") + `} {
+		signal.Notify(c, syscall.Signal(n))
+	}
+	pid, err := syscall.ForkExec(os.Args[1], os.Args[1:], &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
+	if err != nil {
+		os.Exit(127)
+	}
+	var ws syscall.WaitStatus
+	_, _ = syscall.Wait4(pid, &ws, 0, nil)
+	os.Exit(ws.ExitStatus())
+}
+`
+}
+
+// orBuild returns prebuilt when set, else builds src as a static binary.
+func orBuild(prebuilt, dir, name, src string) string {
+	if prebuilt != "" {
+		abs, err := filepath.Abs(prebuilt)
+		must(err)
+		return abs
+	}
+	srcDir := filepath.Join(dir, name)
+	must(os.MkdirAll(srcDir, 0o755))
+	must(os.WriteFile(filepath.Join(srcDir, "go.mod"), []byte("module "+name+"\n\ngo 1.26\n"), 0o644))
+	must(os.WriteFile(filepath.Join(srcDir, "main.go"), []byte(src), 0o644))
+	bin := filepath.Join(dir, name+"-bin")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
-	cmd.Dir = src
+	cmd.Dir = srcDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		fatal(fmt.Sprintf("building the minimal Go entrypoint: %v: %s", err, out))
+		fatal(fmt.Sprintf("building the %s entrypoint: %v: %s", name, err, out))
 	}
 	return bin
 }
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 // measure starts argv with a pipe on fd 3 and returns the time until the
 // stamp command writes its byte there.

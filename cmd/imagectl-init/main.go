@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	goruntime "runtime"
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
@@ -59,11 +58,6 @@ Examples:
 See docs/init.md ("Coming from tini").`
 
 func main() {
-	// One P: the init mostly waits, and with more the scheduler wakes (and
-	// first creates) more threads for the few goroutines of the start-up,
-	// each hand-off of a signal registration included (docs/init.md,
-	// "Start-up").
-	goruntime.GOMAXPROCS(1)
 	// Before anything else: the command must start with no signal blocked.
 	reexecErr := runtime.CleanSignalMask()
 	args, err := runtime.ParseArgs(os.Args[1:], os.LookupEnv)

@@ -182,16 +182,17 @@ exec "$@"
 	return cfgPath, env, script
 }
 
-// goMinimalSrc is the smallest Go entrypoint: fork/exec the command and
-// wait. It is the floor any Go init pays (runtime start-up) on this machine.
-const goMinimalSrc = `package main
+// goEntrypointSrc is a Go entrypoint that runs prelude, then fork/execs
+// the command and waits for it.
+func goEntrypointSrc(imports, prelude string) string {
+	return `package main
 
 import (
 	"os"
-	"syscall"
+	"syscall"` + imports + `
 )
 
-func main() {
+func main() {` + prelude + `
 	pid, err := syscall.ForkExec(os.Args[1], os.Args[1:], &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		os.Exit(127)
@@ -201,6 +202,11 @@ func main() {
 	os.Exit(ws.ExitStatus())
 }
 `
+}
+
+// goMinimalSrc is the smallest Go entrypoint: fork/exec the command and
+// wait. It is the floor any Go init pays (runtime start-up) on this machine.
+var goMinimalSrc = goEntrypointSrc("", "")
 
 // caught is every signal imagectl-init catches before it starts the
 // command: the forwarded ones, SIGCHLD, SIGTTIN and SIGTTOU.
@@ -218,28 +224,12 @@ func goSignalsSrc() string {
 	for _, s := range caught() {
 		nums = append(nums, strconv.Itoa(int(s)))
 	}
-	return `package main
-
-import (
-	"os"
-	"os/signal"
-	"syscall"
-)
-
-func main() {
+	return goEntrypointSrc(`
+	"os/signal"`, `
 	c := make(chan os.Signal, 128)
-	for _, n := range []int{` + strings.Join(nums, ", ") + `} {
+	for _, n := range []int{`+strings.Join(nums, ", ")+`} {
 		signal.Notify(c, syscall.Signal(n))
-	}
-	pid, err := syscall.ForkExec(os.Args[1], os.Args[1:], &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
-	if err != nil {
-		os.Exit(127)
-	}
-	var ws syscall.WaitStatus
-	_, _ = syscall.Wait4(pid, &ws, 0, nil)
-	os.Exit(ws.ExitStatus())
-}
-`
+	}`)
 }
 
 // orBuild returns prebuilt when set, else builds src as a static binary.

@@ -94,7 +94,13 @@ func main() {
 	}
 	samples := make([][]time.Duration, len(variants))
 	for i := 0; i < *n+5; i++ {
-		for v, vr := range variants { // interleaved, so load drift hits all alike
+		// Interleaved, so load drift hits all alike, and in a rotating
+		// order: on a loaded machine the entrypoint that always ran right
+		// after the bash one (whose dozen processes leave the run queue
+		// long) came out 1.5-2x slower than the same binary elsewhere.
+		for k := range variants {
+			v := (i + k) % len(variants)
+			vr := variants[v]
 			d, err := measure(vr.argv, vr.env)
 			if err != nil {
 				fatal(fmt.Sprintf("%s: %v", vr.name, err))

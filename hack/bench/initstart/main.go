@@ -94,10 +94,9 @@ func main() {
 	}
 	samples := make([][]time.Duration, len(variants))
 	for i := 0; i < *n+5; i++ {
-		// Interleaved, so load drift hits all alike, and in a rotating
-		// order: on a loaded machine the entrypoint that always ran right
-		// after the bash one (whose dozen processes leave the run queue
-		// long) came out 1.5-2x slower than the same binary elsewhere.
+		// Interleaved, so load drift hits all alike, and in an order that
+		// rotates each round, so that no entrypoint always runs right
+		// after the same one (the bash one starts a dozen processes).
 		for k := range variants {
 			v := (i + k) % len(variants)
 			vr := variants[v]

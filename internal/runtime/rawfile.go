@@ -47,31 +47,25 @@ func readFile(path string) ([]byte, error) {
 // writeNewFile creates path (which must not exist) with mode perm, exactly
 // (whatever the umask), and writes b to it.
 func writeNewFile(path string, b []byte, perm uint32) error {
-	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, perm)
-	if err != nil {
-		return &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	werr := writeAll(fd, b)
-	if werr == nil {
-		werr = syscall.Fchmod(fd, perm)
-	}
-	cerr := syscall.Close(fd)
-	if werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return &fs.PathError{Op: "write", Path: path, Err: werr}
-	}
-	return nil
+	return writeOpen(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, perm, b)
 }
 
 // writeExisting writes b to the existing file path (a sysctl), truncating it.
 func writeExisting(path string, b []byte) error {
-	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_TRUNC|syscall.O_CLOEXEC, 0)
+	return writeOpen(path, syscall.O_WRONLY|syscall.O_TRUNC|syscall.O_CLOEXEC, 0, b)
+}
+
+// writeOpen opens path with flags, writes b and, when flags create the
+// file, sets its mode to perm.
+func writeOpen(path string, flags int, perm uint32, b []byte) error {
+	fd, err := openRetry(path, flags, perm)
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	werr := writeAll(fd, b)
+	if werr == nil && flags&syscall.O_CREAT != 0 {
+		werr = syscall.Fchmod(fd, perm)
+	}
 	cerr := syscall.Close(fd)
 	if werr == nil {
 		werr = cerr

@@ -1,7 +1,6 @@
 package release
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/moby/buildkit/client"
 
@@ -201,120 +199,36 @@ func (r *Real) Build(ctx context.Context, l *lock.Lock) (Built, error) {
 	if err != nil {
 		return Built{}, err
 	}
-	prev := previousRelease(f, d)
+	prev := f.Previous(d)
 	if prev == nil {
 		return b, nil
 	}
-	seen, err := r.layers(ctx, prev)
+	pd, err := prev.Digest()
 	if err != nil {
 		return Built{}, err
+	}
+	seen, err := build.PublishedLayers(ctx, pd, r.remoteOptions(ctx)...)
+	if err != nil {
+		return Built{}, r.cfg.Access.Classify(fmt.Errorf("reading the previous release %s: %w", pd, err))
 	}
 	b.Previous = prev.Source
 	if len(res.Platforms) == 0 {
 		// A single-platform image is compared with the previous release's
 		// image of its platform (the previous release may be an index).
-		for _, layer := range res.Layers {
-			if !seen[l.Base.Platform][layer.Digest] {
-				b.ChangedLayers++
-				b.ChangedBytes += layer.Size
-			}
-		}
+		c := seen.Changed(l.Base.Platform, res.Layers)
+		b.ChangedLayers, b.ChangedBytes = c.Layers, c.Bytes
 		return b, nil
 	}
 	// Each platform's image is compared with the previous release's image
 	// of the same platform; a platform the previous release did not have
 	// is all new.
 	for i, p := range res.Platforms {
-		for _, layer := range p.Layers {
-			if !seen[p.Platform][layer.Digest] {
-				b.Platforms[i].ChangedLayers++
-				b.Platforms[i].ChangedBytes += layer.Size
-			}
-		}
-		b.ChangedLayers += b.Platforms[i].ChangedLayers
-		b.ChangedBytes += b.Platforms[i].ChangedBytes
+		c := seen.Changed(p.Platform, p.Layers)
+		b.Platforms[i].ChangedLayers, b.Platforms[i].ChangedBytes = c.Layers, c.Bytes
+		b.ChangedLayers += c.Layers
+		b.ChangedBytes += c.Bytes
 	}
 	return b, nil
-}
-
-// layers returns the layer digests of a release by platform ("linux/amd64"):
-// of its one image, or of every image of its index.
-func (r *Real) layers(ctx context.Context, rel *promote.Release) (map[string]map[string]bool, error) {
-	d, err := rel.Digest()
-	if err != nil {
-		return nil, err
-	}
-	fail := func(err error) error {
-		return r.cfg.Access.Classify(fmt.Errorf("reading the previous release %s: %w", d, err))
-	}
-	desc, err := remote.Get(d, r.remoteOptions(ctx)...)
-	if err != nil {
-		return nil, fail(err)
-	}
-	out := map[string]map[string]bool{}
-	if !desc.MediaType.IsIndex() {
-		img, err := desc.Image()
-		if err != nil {
-			return nil, fail(err)
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			return nil, fail(err)
-		}
-		if out[platformName(cf.Platform())], err = layerSet(img); err != nil {
-			return nil, fail(err)
-		}
-		return out, nil
-	}
-	idx, err := desc.ImageIndex()
-	if err != nil {
-		return nil, fail(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, fail(err)
-	}
-	for _, m := range im.Manifests {
-		if m.Platform == nil {
-			continue
-		}
-		img, err := idx.Image(m.Digest)
-		if err != nil {
-			return nil, fail(err)
-		}
-		if out[platformName(m.Platform)], err = layerSet(img); err != nil {
-			return nil, fail(err)
-		}
-	}
-	return out, nil
-}
-
-// platformName is p as the lock names platforms: OS/ARCH[/VARIANT].
-func platformName(p *v1.Platform) string {
-	if p == nil {
-		return ""
-	}
-	n := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		n += "/" + p.Variant
-	}
-	return n
-}
-
-func layerSet(img v1.Image) (map[string]bool, error) {
-	layers, err := img.Layers()
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	for _, layer := range layers {
-		ld, err := layer.Digest()
-		if err != nil {
-			return nil, err
-		}
-		seen[ld.String()] = true
-	}
-	return seen, nil
 }
 
 // releases reads the image's release file; a missing file is an empty one.
@@ -324,17 +238,6 @@ func (r *Real) releases(image string) (*promote.File, error) {
 		return &promote.File{}, nil
 	}
 	return f, err
-}
-
-// previousRelease is the newest release in f of a digest other than d, or
-// nil: what a release of d is compared with.
-func previousRelease(f *promote.File, d name.Digest) *promote.Release {
-	for i := len(f.Releases) - 1; i >= 0; i-- {
-		if rd, err := f.Releases[i].Digest(); err == nil && rd.DigestStr() != d.DigestStr() {
-			return &f.Releases[i]
-		}
-	}
-	return nil
 }
 
 // Signed implements Stages: d (of an image index, also each platform's
@@ -449,8 +352,8 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	if err != nil {
 		return Promoted{}, err
 	}
-	prev := previousRelease(f, d)
-	tag := releaseTag(f, l.Name, r.cfg.Month, d)
+	prev := f.Previous(d)
+	tag := promote.NextTag(f, l.Name, r.cfg.Month, d)
 	rel := promote.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
 	if err := r.scanAndAttest(ctx, l, d); err != nil { // scan.go
 		return Promoted{}, err
@@ -504,79 +407,23 @@ func (r *Real) withRelease(f *promote.File, l *lock.Lock, rel promote.Release) (
 	return &n, nil
 }
 
-// releaseTag is the month's immutable tag for d: NAME-YYYY.MM, or, when a
-// re-release in the same month already gave that tag to another digest,
-// NAME-YYYY.MM.N with the first free N. A digest already released this
-// month keeps its tag.
-func releaseTag(f *promote.File, image, month string, d name.Digest) string {
-	owner := map[string]string{} // tag -> digest
-	for _, rel := range f.Releases {
-		rd, err := rel.Digest()
-		if err != nil {
-			continue
-		}
-		for _, t := range rel.Tags {
-			owner[t] = rd.DigestStr()
-		}
-	}
-	base := image + "-" + strings.ReplaceAll(month, "-", ".")
-	for n := 0; ; n++ {
-		t := base
-		if n > 0 {
-			t = fmt.Sprintf("%s.%d", base, n)
-		}
-		if o, ok := owner[t]; !ok || o == d.DigestStr() {
-			return t
-		}
-	}
-}
-
 // writeChangelog writes images/<name>/changelog-TAG.md: the lock diff
 // against the previous release's lock, read from its signed lock attestation
 // (the lock in git may have moved since).
 func (r *Real) writeChangelog(ctx context.Context, l *lock.Lock, tag string, prev *promote.Release) (string, error) {
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# %s (%s)\n\n", tag, r.cfg.Month)
 	var old *lock.Lock
-	if prev == nil {
-		fmt.Fprintf(&buf, "First release.\n")
-	} else {
+	if prev != nil {
 		var err error
 		if old, err = r.releasedLock(ctx, prev); err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&buf, "Changes since %s (%s, %s):\n", strings.Join(prev.Tags, ", "), prev.Month, prev.Source)
 	}
-	// One section per platform: each platform's image has its own base,
-	// debs and wheels (a single-platform lock has one).
-	for _, p := range l.PlatformNames() {
-		view, err := l.ForPlatform(p)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&buf, "\n## %s\n\n", p)
-		if old == nil {
-			fmt.Fprintf(&buf, "%d debs, %d wheels.\n", len(view.Apt), len(view.Pip))
-			continue
-		}
-		ov, err := old.ForPlatform(p)
-		if err != nil {
-			fmt.Fprintf(&buf, "New platform: %d debs, %d wheels.\n", len(view.Apt), len(view.Pip))
-			continue
-		}
-		if err := lock.Diff(ov, view).WriteText(&buf); err != nil {
-			return "", err
-		}
-	}
-	if old != nil {
-		for _, p := range old.PlatformNames() {
-			if !slices.Contains(l.PlatformNames(), p) {
-				fmt.Fprintf(&buf, "\n## %s\n\nPlatform dropped: this release has no %s image.\n", p, p)
-			}
-		}
+	b, err := promote.Changelog(tag, r.cfg.Month, l, prev, old)
+	if err != nil {
+		return "", err
 	}
 	path := filepath.Join(r.cfg.ImagesDir, l.Name, "changelog-"+tag+".md")
-	return path, atomicfile.Write(path, buf.Bytes(), 0o644)
+	return path, atomicfile.Write(path, b, 0o644)
 }
 
 func (r *Real) releasedLock(ctx context.Context, rel *promote.Release) (*lock.Lock, error) {

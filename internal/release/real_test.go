@@ -2,9 +2,6 @@ package release
 
 import (
 	"context"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,16 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/build"
 	"imagectl/internal/lock"
-	"imagectl/internal/promote"
 	"imagectl/internal/verify"
 )
 
@@ -98,77 +88,5 @@ func TestChangelogFirstReleaseHasASectionPerPlatform(t *testing.T) {
 	want := "# demo-2026.12 (2026-12)\n\nFirst release.\n\n## linux/amd64\n\n1 debs, 2 wheels.\n\n## linux/arm64\n\n2 debs, 1 wheels.\n"
 	if diff := cmp.Diff(want, string(b)); diff != "" {
 		t.Errorf("changelog (-want +got):\n%s", diff)
-	}
-}
-
-// TestLayersByPlatform reads a previous release's layers per platform: of
-// each image of an index, and of a single image by its config's platform.
-func TestLayersByPlatform(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	push := func(repo string, img v1.Image, p v1.Platform) (v1.Image, name.Digest) {
-		t.Helper()
-		cf, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cf.OS, cf.Architecture = p.OS, p.Architecture
-		img, err = mutate.ConfigFile(img, cf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := img.Digest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, _ := name.NewDigest(host + "/" + repo + "@" + d.String())
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
-		return img, ref
-	}
-	layerDigests := func(img v1.Image) map[string]bool {
-		t.Helper()
-		s, err := layerSet(img)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	r, err := realForTest(t, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-
-	a, _ := random.Image(512, 2)
-	b, _ := random.Image(512, 3)
-	amd, _ := push("demo", a, v1.Platform{OS: "linux", Architecture: "amd64"})
-	arm, _ := push("demo", b, v1.Platform{OS: "linux", Architecture: "arm64"})
-	idx := mutate.AppendManifests(empty.Index,
-		mutate.IndexAddendum{Add: amd, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}},
-		mutate.IndexAddendum{Add: arm, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}})
-	id, _ := idx.Digest()
-	idxRef, _ := name.NewDigest(host + "/demo@" + id.String())
-	if err := remote.WriteIndex(idxRef, idx); err != nil {
-		t.Fatal(err)
-	}
-	got, err := r.layers(ctx, &promote.Release{Source: idxRef.String()})
-	if err != nil {
-		t.Fatalf("layers(index) = %v", err)
-	}
-	want := map[string]map[string]bool{"linux/amd64": layerDigests(amd), "linux/arm64": layerDigests(arm)}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("layers(index) (-want +got):\n%s", diff)
-	}
-
-	single, singleRef := push("single", b, v1.Platform{OS: "linux", Architecture: "arm64"})
-	got, err = r.layers(ctx, &promote.Release{Source: singleRef.String()})
-	if err != nil {
-		t.Fatalf("layers(image) = %v", err)
-	}
-	if diff := cmp.Diff(map[string]map[string]bool{"linux/arm64": layerDigests(single)}, got); diff != "" {
-		t.Errorf("layers(arm64 image) (-want +got):\n%s", diff)
 	}
 }

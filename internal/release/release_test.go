@@ -14,7 +14,6 @@ import (
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
-	"imagectl/internal/promote"
 	"imagectl/internal/spec"
 	"imagectl/internal/verify"
 )
@@ -205,34 +204,5 @@ func TestWriteTextfile(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics file lacks %q:\n%s", want, b)
 		}
-	}
-}
-
-func TestReleaseTag(t *testing.T) {
-	a := "127.0.0.1:5000/s/demo@sha256:" + strings.Repeat("a", 64)
-	b := "127.0.0.1:5000/s/demo@sha256:" + strings.Repeat("b", 64)
-	c := "127.0.0.1:5000/s/demo@sha256:" + strings.Repeat("c", 64)
-	f := &promote.File{Releases: []promote.Release{
-		{Source: a, Tags: []string{"demo-2026.10", "demo-2026.11"}, Month: "2026-10"},
-		{Source: b, Tags: []string{"demo-2026.11.1"}, Month: "2026-11"},
-	}}
-	tests := []struct {
-		name, month, src, want string
-	}{
-		{"a new month", "2026-12", c, "demo-2026.12"},
-		{"a digest keeps its tag", "2026-11", a, "demo-2026.11"},
-		{"the second re-release keeps its suffix", "2026-11", b, "demo-2026.11.1"},
-		{"a third digest in the month gets the next suffix", "2026-11", c, "demo-2026.11.2"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := name.NewDigest(tc.src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := releaseTag(f, "demo", tc.month, d); got != tc.want {
-				t.Errorf("releaseTag(%s, %s) = %q, want %q", tc.month, tc.src, got, tc.want)
-			}
-		})
 	}
 }

@@ -2,7 +2,6 @@ package release
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,7 +14,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/moby/buildkit/client"
 
-	"imagectl/internal/atomicfile"
 	"imagectl/internal/auth"
 	"imagectl/internal/build"
 	"imagectl/internal/compat"
@@ -259,183 +257,6 @@ func (r *Real) Signed(ctx context.Context, l *lock.Lock, d name.Digest) (bool, e
 // Sign implements Stages: SignAndAttest writes only what d lacks.
 func (r *Real) Sign(ctx context.Context, l *lock.Lock, d name.Digest) error {
 	return sign.SignAndAttest(ctx, d, l, r.cfg.Builder, r.signOpts(r.cfg.SignOptions)...)
-}
-
-// Verified implements Stages: a passing result for exactly d (of an image
-// index, for the image of this host's platform inside it) and l, signed by
-// the verifier key, with every other attestation the verifier key writes
-// (sign.Required(sign.VerifierKey, false)). Only "none there" means not
-// verified; a registry that does not answer is an error.
-func (r *Real) Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error) {
-	img, _, _, err := r.target(ctx, l, d)
-	if err != nil {
-		return nil, err
-	}
-	preds, err := sign.Attestations(ctx, img, r.cfg.VerifierPublicKey, r.signOpts(r.cfg.VerifierSignOptions)...)
-	if err != nil {
-		// Not "not verified": verifying again would run minutes of GPU
-		// work for an answer the registry only failed to give.
-		return nil, fmt.Errorf("checking for a verification of %s: %w", img, err)
-	}
-	found := sign.Found{Ref: img, Predicates: preds}
-	if len(found.Lacks(sign.Required(sign.VerifierKey, false), nil)) > 0 {
-		return nil, nil
-	}
-	for _, p := range preds[sign.VerificationPredicateType] {
-		var res verify.Result
-		if json.Unmarshal(p, &res) != nil {
-			continue
-		}
-		if res.Passed && res.Digest == img.DigestStr() && res.LockDigest == l.Digest {
-			return &res, nil
-		}
-	}
-	return nil, nil
-}
-
-// Verify implements Stages: run the checks, then attach the result, passing
-// or not, signed by the verifier key. Of an image index it verifies the
-// image of this host's platform, with that platform's view of the lock, and
-// the result (attached to that image) lists the other platforms as not
-// verified: promotion then needs them verified elsewhere or named in
-// SkipPlatforms.
-func (r *Real) Verify(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error) {
-	// The runtime pulls the image itself: a registry that refuses the
-	// credentials is said here, by name, instead of as a failed probe.
-	if _, err := remote.Head(d, r.remoteOptions(ctx)...); err != nil {
-		return nil, r.cfg.Access.Classify(fmt.Errorf("reading %s before verifying it: %w", d, err))
-	}
-	img, vl, opts, err := r.target(ctx, l, d)
-	if err != nil {
-		return nil, err
-	}
-	rt, err := r.cfg.VerifyRuntime(vl, img)
-	if err != nil {
-		return nil, err
-	}
-	defer rt.Close()
-	opts = append(append(opts, verify.WithRuntime(rt)), r.cfg.VerifyOptions...)
-	res, runErr := verify.Run(ctx, vl, opts...)
-	if res == nil {
-		return nil, runErr
-	}
-	if err := verify.Attest(ctx, img, res, r.signOpts(r.cfg.VerifierSignOptions)...); err != nil {
-		return res, errors.Join(runErr, fmt.Errorf("attaching the verification result: %w", err))
-	}
-	return res, runErr
-}
-
-// target is what the verify stage runs for d built from l: d itself with
-// l, or, when l has several platforms (d is their image index), the image
-// of this host's platform with its view of the lock (verify.ForHost); with
-// the verify options that bind the result to it.
-func (r *Real) target(ctx context.Context, l *lock.Lock, d name.Digest) (name.Digest, *lock.Lock, []verify.Option, error) {
-	sub, err := verify.SubjectOf(ctx, d, l, r.cfg.Access)
-	if err != nil {
-		return name.Digest{}, nil, nil, r.cfg.Access.Classify(err)
-	}
-	return sub.Image, sub.Lock, sub.Options(), nil
-}
-
-// Promote implements Stages: reconcile the release repository to the
-// release file plus d's release, write the file (atomically, only once the
-// registry holds the release: tags moved last), and write the month's
-// changelog. It holds no lock across registry calls: each image has a
-// release file of its own.
-//
-// A release file whose repository is not the lock's repos.release moves to
-// the new repository: every release is copied there, each gated against
-// its own recorded lock.
-func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promoted, error) {
-	relPath := r.releasePath(l.Name)
-	f, err := r.releases(l.Name)
-	if err != nil {
-		return Promoted{}, err
-	}
-	prev := f.Previous(d)
-	tag := promote.NextTag(f, l.Name, r.cfg.Month, d)
-	rel := promote.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
-	if err := r.scanAndAttest(ctx, l, d); err != nil { // scan.go
-		return Promoted{}, err
-	}
-	next, err := r.withRelease(f, l, rel)
-	if err != nil {
-		return Promoted{}, err
-	}
-	if _, err := promote.Reconcile(ctx, next,
-		promote.WithConfirm(true),
-		promote.WithRequireContainerRuntime(r.cfg.RequireContainerRuntime),
-		promote.WithSkipPlatforms(r.cfg.SkipPlatforms...),
-		promote.WithTrustedKeys(r.cfg.PublicKey),
-		promote.WithVerifierKeys(r.cfg.VerifierPublicKey),
-		promote.WithLockFile(r.lockPath(l.Name)),
-		promote.WithAccess(r.cfg.Access),
-		promote.WithRemoteOptions(r.cfg.RemoteOptions...),
-		promote.WithVulnerabilityPolicies(r.cfg.VulnPolicies...),
-	); err != nil {
-		return Promoted{}, err
-	}
-	// Re-read before writing: what another process recorded meanwhile stays.
-	if f, err = r.releases(l.Name); err != nil {
-		return Promoted{}, err
-	}
-	if next, err = r.withRelease(f, l, rel); err != nil {
-		return Promoted{}, err
-	}
-	if err := promote.WriteFile(relPath, next); err != nil {
-		return Promoted{}, fmt.Errorf("recording the release in %s: %w", relPath, err)
-	}
-	p := Promoted{Reference: l.Repos.Release + "@" + d.DigestStr(), Tags: append(rel.Tags, l.Name)}
-	p.Changelog, err = r.writeChangelog(ctx, l, tag, prev)
-	return p, err
-}
-
-// withRelease is f with rel added and the moving tag NAME on it, in the
-// lock's release repository.
-func (r *Real) withRelease(f *promote.File, l *lock.Lock, rel promote.Release) (*promote.File, error) {
-	n := *f
-	if n.Image == "" {
-		n.Image = l.Name
-	}
-	if n.Image != l.Name {
-		return nil, fmt.Errorf("%s is the release file of %s, not of %s", r.releasePath(l.Name), n.Image, l.Name)
-	}
-	n.Repository = l.Repos.Release
-	if err := n.Add(rel, l.Name); err != nil {
-		return nil, err
-	}
-	return &n, nil
-}
-
-// writeChangelog writes images/<name>/changelog-TAG.md: the lock diff
-// against the previous release's lock, read from its signed lock attestation
-// (the lock in git may have moved since).
-func (r *Real) writeChangelog(ctx context.Context, l *lock.Lock, tag string, prev *promote.Release) (string, error) {
-	var old *lock.Lock
-	if prev != nil {
-		var err error
-		if old, err = r.releasedLock(ctx, prev); err != nil {
-			return "", err
-		}
-	}
-	b, err := promote.Changelog(tag, r.cfg.Month, l, prev, old)
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(r.cfg.ImagesDir, l.Name, "changelog-"+tag+".md")
-	return path, atomicfile.Write(path, b, 0o644)
-}
-
-func (r *Real) releasedLock(ctx context.Context, rel *promote.Release) (*lock.Lock, error) {
-	d, err := rel.Digest()
-	if err != nil {
-		return nil, err
-	}
-	preds, err := sign.VerifyAttestations(ctx, d, sign.LockPredicateType, r.cfg.PublicKey, r.signOpts(r.cfg.SignOptions)...)
-	if err != nil {
-		return nil, fmt.Errorf("reading the lock of the previous release %s: %w", d, err)
-	}
-	return lock.Parse(d.String(), preds[len(preds)-1])
 }
 
 func (r *Real) signOpts(base []sign.Option) []sign.Option {

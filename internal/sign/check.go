@@ -119,38 +119,42 @@ func InspectKeys(ctx context.Context, ref name.Digest, pubKeyPaths []string, opt
 // is not there (or not by this key) is absent from the Found; an error
 // means the registry did not answer (or refused the credentials), never
 // that something is missing.
-func Inspect(ctx context.Context, ref name.Digest, pubKeyPath string, opts ...Option) (_ *Found, err error) {
+func Inspect(ctx context.Context, ref name.Digest, pubKeyPath string, opts ...Option) (*Found, error) {
+	return underKey(opts, pubKeyPath, func(o *options, v signature.Verifier) (*Found, error) {
+		return o.inspect(ctx, ref, v, pubKeyPath)
+	})
+}
+
+// underKey runs f with the options opts make and the public key in
+// pubKeyPath: the preamble of every check under one key. What fails once
+// the options are made is classified by their access (a registry's 401/403
+// is an *auth.Error).
+func underKey[T any](opts []Option, pubKeyPath string, f func(o *options, v signature.Verifier) (T, error)) (_ T, err error) {
+	var zero T
 	o, err := makeOptions(opts...)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer func() { err = o.access.Classify(err) }()
 	v, err := LoadPublicKey(pubKeyPath)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	return o.inspect(ctx, ref, v, pubKeyPath)
+	return f(o, v)
 }
 
 // Attestations returns the predicates, by predicate type, of every
 // attestation on ref that verifies under the key in pubKeyPath with ref as
 // its subject: Inspect without the signature. None is an empty map; an
 // error means the registry did not answer.
-func Attestations(ctx context.Context, ref name.Digest, pubKeyPath string, opts ...Option) (_ map[string][][]byte, err error) {
-	o, err := makeOptions(opts...)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = o.access.Classify(err) }()
-	v, err := LoadPublicKey(pubKeyPath)
-	if err != nil {
-		return nil, err
-	}
-	preds, err := o.verifiedAttestations(ctx, ref, v)
-	if err != nil {
-		return nil, fmt.Errorf("verifying the attestations of %s: %w", ref, err)
-	}
-	return preds, nil
+func Attestations(ctx context.Context, ref name.Digest, pubKeyPath string, opts ...Option) (map[string][][]byte, error) {
+	return underKey(opts, pubKeyPath, func(o *options, v signature.Verifier) (map[string][][]byte, error) {
+		preds, err := o.verifiedAttestations(ctx, ref, v)
+		if err != nil {
+			return nil, fmt.Errorf("verifying the attestations of %s: %w", ref, err)
+		}
+		return preds, nil
+	})
 }
 
 // Missing names what ref lacks of what SignAndAttest writes with the key
@@ -160,47 +164,40 @@ func Attestations(ctx context.Context, ref name.Digest, pubKeyPath string, opts 
 // true)) and every platform's image's. The lock attestation counts only
 // when it holds exactly l. Nil means complete. Only "not there" is
 // missing: a registry failure is an error.
-func Missing(ctx context.Context, ref name.Digest, l *lock.Lock, pubKeyPath string, opts ...Option) (_ []string, err error) {
-	o, err := makeOptions(opts...)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = o.access.Classify(err) }()
-	v, err := LoadPublicKey(pubKeyPath)
-	if err != nil {
-		return nil, err
-	}
-	lp, err := LockPredicate(l)
-	if err != nil {
-		return nil, err
-	}
-	type target struct {
-		ref   name.Digest
-		index bool
-		what  string
-	}
-	targets := []target{{ref: ref, index: len(l.Platforms) > 0, what: ref.DigestStr()}}
-	if len(l.Platforms) > 0 {
-		children, err := Children(ctx, ref, l, opts...)
+func Missing(ctx context.Context, ref name.Digest, l *lock.Lock, pubKeyPath string, opts ...Option) ([]string, error) {
+	return underKey(opts, pubKeyPath, func(o *options, v signature.Verifier) ([]string, error) {
+		lp, err := LockPredicate(l)
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range children {
-			targets = append(targets, target{ref: c.Ref, what: c.Platform + " image " + c.Ref.DigestStr()})
+		type target struct {
+			ref   name.Digest
+			index bool
+			what  string
 		}
-	}
-	var missing []string
-	for _, t := range targets {
-		f, err := o.inspect(ctx, t.ref, v, pubKeyPath)
-		if err != nil {
-			return nil, err
+		targets := []target{{ref: ref, index: len(l.Platforms) > 0, what: ref.DigestStr()}}
+		if len(l.Platforms) > 0 {
+			children, err := Children(ctx, ref, l, opts...)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range children {
+				targets = append(targets, target{ref: c.Ref, what: c.Platform + " image " + c.Ref.DigestStr()})
+			}
 		}
-		if !f.Signed() {
-			missing = append(missing, "signature of "+t.what)
+		var missing []string
+		for _, t := range targets {
+			f, err := o.inspect(ctx, t.ref, v, pubKeyPath)
+			if err != nil {
+				return nil, err
+			}
+			if !f.Signed() {
+				missing = append(missing, "signature of "+t.what)
+			}
+			for _, a := range f.Lacks(Required(SigningKey, t.index), lp) {
+				missing = append(missing, a.Name+" attestation of "+t.what)
+			}
 		}
-		for _, a := range f.Lacks(Required(SigningKey, t.index), lp) {
-			missing = append(missing, a.Name+" attestation of "+t.what)
-		}
-	}
-	return missing, nil
+		return missing, nil
+	})
 }

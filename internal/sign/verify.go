@@ -167,20 +167,14 @@ func (o *options) checkSignature(ctx context.Context, ref name.Digest, a attache
 // key in pubKeyPath, whose payload names exactly ref's digest: what
 // `cosign verify --key pubKeyPath --insecure-ignore-tlog` checks. None is
 // a *NoSignatureError (Absent); a registry failure is another error.
-func VerifySignature(ctx context.Context, ref name.Digest, pubKeyPath string, opts ...Option) (err error) {
-	o, err := makeOptions(opts...)
-	if err != nil {
-		return err
-	}
-	defer func() { err = o.access.Classify(err) }()
-	v, err := LoadPublicKey(pubKeyPath)
-	if err != nil {
-		return err
-	}
-	if err := o.verifySignature(ctx, ref, v, pubKeyPath); err != nil {
-		return fmt.Errorf("verifying signature of %s with %s: %w", ref, pubKeyPath, err)
-	}
-	return nil
+func VerifySignature(ctx context.Context, ref name.Digest, pubKeyPath string, opts ...Option) error {
+	_, err := underKey(opts, pubKeyPath, func(o *options, v signature.Verifier) (struct{}, error) {
+		if err := o.verifySignature(ctx, ref, v, pubKeyPath); err != nil {
+			return struct{}{}, fmt.Errorf("verifying signature of %s with %s: %w", ref, pubKeyPath, err)
+		}
+		return struct{}{}, nil
+	})
+	return err
 }
 
 // verifiedAttestations returns the predicates, by predicate type, of every

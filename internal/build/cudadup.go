@@ -1,22 +1,17 @@
 package build
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
-	"pault.ag/go/debian/control"
 
 	"imagectl/internal/compat"
+	"imagectl/internal/dpkg"
 	"imagectl/internal/lock"
 )
-
-// dpkgStatus is dpkg's database of installed packages.
-const dpkgStatus = "/var/lib/dpkg/status"
 
 // cudaDuplicates returns the CUDA libraries the built root filesystem ref
 // holds twice: as an installed deb (the base's or apt's) and as one of the
@@ -29,9 +24,9 @@ func cudaDuplicates(ctx context.Context, ref gateway.Reference, l *lock.Lock) ([
 	if !hasNvidiaWheel(wheels) {
 		return nil, nil // no CUDA wheel: nothing to read
 	}
-	b, err := ref.ReadFile(ctx, gateway.ReadRequest{Filename: dpkgStatus})
+	b, err := ref.ReadFile(ctx, gateway.ReadRequest{Filename: dpkg.StatusPath})
 	if err != nil {
-		return nil, fmt.Errorf("reading %s of the image: %w", dpkgStatus, err)
+		return nil, fmt.Errorf("reading %s of the image: %w", dpkg.StatusPath, err)
 	}
 	debs, err := installedDebs(b)
 	if err != nil {
@@ -49,30 +44,18 @@ func hasNvidiaWheel(ws []compat.Package) bool {
 	return false
 }
 
-// statusEntry is one paragraph of the dpkg database.
-type statusEntry struct {
-	control.Paragraph
-	Package       string
-	Status        string
-	Version       string
-	InstalledSize string `control:"Installed-Size"`
-}
-
 // installedDebs reads the installed packages ("install ok installed") of a
-// dpkg status file with their Installed-Size (KiB in dpkg's database) in
-// bytes.
+// dpkg status file with their Installed-Size in bytes.
 func installedDebs(b []byte) ([]compat.Package, error) {
-	var entries []statusEntry
-	if err := control.Unmarshal(&entries, bytes.NewReader(b)); err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", dpkgStatus, err)
+	entries, err := dpkg.ParseStatus(b)
+	if err != nil {
+		return nil, err
 	}
 	var out []compat.Package
 	for _, e := range entries {
-		if f := strings.Fields(e.Status); len(f) != 3 || f[2] != "installed" {
-			continue
+		if e.Installed() {
+			out = append(out, compat.Package{Name: e.Package, Version: e.Version, Bytes: e.InstalledBytes()})
 		}
-		kib, _ := strconv.ParseInt(strings.TrimSpace(e.InstalledSize), 10, 64)
-		out = append(out, compat.Package{Name: e.Package, Version: e.Version, Bytes: kib << 10})
 	}
 	return out, nil
 }

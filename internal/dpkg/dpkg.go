@@ -1,0 +1,53 @@
+// Package dpkg reads dpkg's database of installed packages
+// (/var/lib/dpkg/status) the one way both stages that read it need: the
+// build (the CUDA libraries a root holds twice, with their installed sizes)
+// and the SBOM (the image's debs and their source packages).
+package dpkg
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"pault.ag/go/debian/control"
+)
+
+// StatusPath is dpkg's database of installed packages.
+const StatusPath = "/var/lib/dpkg/status"
+
+// Entry is one paragraph of the dpkg database.
+type Entry struct {
+	control.Paragraph
+	Package       string
+	Status        string
+	Version       string
+	Architecture  string
+	Source        string
+	InstalledSize string `control:"Installed-Size"`
+}
+
+// ParseStatus returns every paragraph of the dpkg status file b, installed
+// or not (Installed tells).
+func ParseStatus(b []byte) ([]Entry, error) {
+	var entries []Entry
+	if err := control.Unmarshal(&entries, bytes.NewReader(b)); err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", StatusPath, err)
+	}
+	return entries, nil
+}
+
+// Installed reads dpkg's Status, "want flag state": true for a package
+// whose files are in the root ("install ok installed"); false for one
+// removed with its configuration kept, or never installed.
+func (e Entry) Installed() bool {
+	f := strings.Fields(e.Status)
+	return len(f) == 3 && f[2] == "installed"
+}
+
+// InstalledBytes is Installed-Size (KiB in dpkg's database) in bytes; 0
+// when the paragraph has none or it is not a number.
+func (e Entry) InstalledBytes() int64 {
+	kib, _ := strconv.ParseInt(strings.TrimSpace(e.InstalledSize), 10, 64)
+	return kib << 10
+}

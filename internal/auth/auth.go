@@ -20,6 +20,7 @@ package auth
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -72,6 +73,16 @@ func Default() *Access {
 		panic(err) // a zero Config reads no file
 	}
 	return a
+}
+
+// SetAccess is the body of the stages' WithAccess options: it stores a in
+// *dst and refuses a nil Access.
+func SetAccess(dst **Access, a *Access) error {
+	if a == nil {
+		return errors.New("access is nil")
+	}
+	*dst = a
+	return nil
 }
 
 // New loads cfg: the CA files and the netrc. A file that cannot be read or

@@ -344,3 +344,20 @@ func TestInsecureRegistry(t *testing.T) {
 		t.Error("MarkedInsecure does not follow Config.Insecure")
 	}
 }
+
+// TestSetAccess: what every stage's WithAccess does: a nil Access is
+// refused and leaves the field as it was; another is stored.
+func TestSetAccess(t *testing.T) {
+	def := Default()
+	field := def
+	if err := SetAccess(&field, nil); err == nil || field != def {
+		t.Fatalf("SetAccess(nil) = %v, field changed: %v; want an error and the field kept", err, field != def)
+	}
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SetAccess(&field, a); err != nil || field != a {
+		t.Fatalf("SetAccess(a) = %v, field is a: %v; want nil and a stored", err, field == a)
+	}
+}

@@ -220,13 +220,7 @@ func WithCompression(c string) Option {
 // The default is auth.Default(): the Docker config, the system trust store,
 // no index credentials.
 func WithAccess(a *auth.Access) Option {
-	return func(o *options) error {
-		if a == nil {
-			return errors.New("access is nil")
-		}
-		o.access = a
-		return nil
-	}
+	return func(o *options) error { return auth.SetAccess(&o.access, a) }
 }
 
 // WithPlatformClient solves the image of platform ("linux/arm64") on c,

@@ -170,13 +170,7 @@ func WithRemoteOptions(opts ...remote.Option) Option {
 // default is auth.Default(): the Docker config, the system trust store and
 // no index credentials.
 func WithAccess(a *auth.Access) Option {
-	return func(o *options) error {
-		if a == nil {
-			return fmt.Errorf("access is nil")
-		}
-		o.access = a
-		return nil
-	}
+	return func(o *options) error { return auth.SetAccess(&o.access, a) }
 }
 
 // WithCatalog sets the compatibility catalog. The default is the embedded

@@ -88,13 +88,7 @@ func WithLockFile(path string) Option {
 // *auth.Error (exit 77), not a gate refusal. The default is auth.Default():
 // the Docker config and the system trust store.
 func WithAccess(a *auth.Access) Option {
-	return func(o *options) error {
-		if a == nil {
-			return errors.New("access is nil")
-		}
-		o.access = a
-		return nil
-	}
+	return func(o *options) error { return auth.SetAccess(&o.access, a) }
 }
 
 // WithRemoteOptions passes further options to every registry call, after

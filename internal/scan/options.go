@@ -59,13 +59,7 @@ func makeOptions(opts ...Option) (*options, error) {
 // registry's 401/403 an *auth.Error (exit 77). The default is
 // auth.Default(): the Docker config and the system store.
 func WithAccess(a *auth.Access) Option {
-	return func(o *options) error {
-		if a == nil {
-			return errors.New("access is nil")
-		}
-		o.access = a
-		return nil
-	}
+	return func(o *options) error { return auth.SetAccess(&o.access, a) }
 }
 
 // WithRemoteOptions adds go-containerregistry options to the registry

@@ -91,13 +91,7 @@ func WithOffline(offline bool) Option {
 // The default is auth.Default(): the Docker config and the system trust
 // store.
 func WithAccess(a *auth.Access) Option {
-	return func(o *options) error {
-		if a == nil {
-			return errors.New("access is nil")
-		}
-		o.access = a
-		return nil
-	}
+	return func(o *options) error { return auth.SetAccess(&o.access, a) }
 }
 
 // WithRemoteOptions passes further options (transport, user agent) to

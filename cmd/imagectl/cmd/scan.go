@@ -14,6 +14,7 @@ import (
 	"imagectl/internal/promote"
 	"imagectl/internal/scan"
 	"imagectl/internal/scan/report"
+	"imagectl/internal/sign"
 )
 
 // scanFlags are the database and VEX flags of the commands that scan.
@@ -97,18 +98,19 @@ one, 0 otherwise.`,
       --key keys/cosign.pub --signing-key keys/cosign.key       # the daily job`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var ref name.Digest
 			if releases != "" {
 				if len(args) > 0 {
 					return exitcode.Wrap(exitcode.Usage, errors.New("--releases takes no IMAGE@DIGEST"))
 				}
-				return rescanReleases(cmd, releases, pubKey, &sf, &sign, &out, spf, specs)
-			}
-			if len(args) != 1 {
-				return exitcode.Wrap(exitcode.Usage, errors.New("want IMAGE@DIGEST, or --releases IMAGES_DIR"))
-			}
-			ref, err := parseDigest(args[0])
-			if err != nil {
-				return err
+			} else {
+				if len(args) != 1 {
+					return exitcode.Wrap(exitcode.Usage, errors.New("want IMAGE@DIGEST, or --releases IMAGES_DIR"))
+				}
+				var err error
+				if ref, err = parseDigest(args[0]); err != nil {
+					return err
+				}
 			}
 			asJSON, err := out.json()
 			if err != nil {
@@ -118,12 +120,21 @@ one, 0 otherwise.`,
 			if err != nil {
 				return err
 			}
+			var rs *rescan
+			if releases != "" {
+				if rs, err = prepareRescan(cmd, releases, pubKey, &sf, &sign, spf, specs); err != nil {
+					return err
+				}
+			}
 			ctx := cmd.Context()
 			db, err := scan.OpenDB(ctx, sf.db, opts...)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
+			if rs != nil {
+				return rs.run(cmd, db, asJSON, opts)
+			}
 			r, err := scan.Image(ctx, ref, pubKey, db, opts...)
 			if err != nil {
 				return err
@@ -186,28 +197,29 @@ imagectl mirror --artifact copies it to another registry by digest.`,
 	}
 }
 
-// rescanReleases is scan --releases.
-func rescanReleases(cmd *cobra.Command, dir, pubKey string, sf *scanFlags, sign *signFlags, out *outputFlag, spf specFlags, specs []string) error {
-	asJSON, err := out.json()
-	if err != nil {
-		return err
-	}
-	opts, err := sf.options(cmd)
-	if err != nil {
-		return err
-	}
+// rescan is scan --releases: the daily re-scan of IMAGES_DIR's promoted
+// digests, its flags read.
+type rescan struct {
+	dir, pubKey string
+	signOpts    []sign.Option
+	policies    map[string]report.Policy
+}
+
+// prepareRescan reads what scan --releases needs besides the database: the
+// signing options and the specs' vulnerability policies.
+func prepareRescan(cmd *cobra.Command, dir, pubKey string, sf *scanFlags, sign *signFlags, spf specFlags, specs []string) (*rescan, error) {
 	if len(sf.vex) > 0 {
-		return exitcode.Wrap(exitcode.Usage, errors.New("--releases applies each image's images/NAME/vex.json; --vex is for one image"))
+		return nil, exitcode.Wrap(exitcode.Usage, errors.New("--releases applies each image's images/NAME/vex.json; --vex is for one image"))
 	}
 	signOpts, err := sign.options(cmd, cmd.InOrStdin())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	policies := map[string]report.Policy{}
 	if len(specs) > 0 {
 		imgs, err := loadImages(cmd, spf, specs, nil)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, img := range imgs {
 			if v := img.Policy.Vulnerabilities; v != nil {
@@ -215,13 +227,12 @@ func rescanReleases(cmd *cobra.Command, dir, pubKey string, sf *scanFlags, sign 
 			}
 		}
 	}
-	ctx := cmd.Context()
-	db, err := scan.OpenDB(ctx, sf.db, opts...)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	res, err := scan.Releases(ctx, dir, pubKey, db, policies, signOpts, opts...)
+	return &rescan{dir: dir, pubKey: pubKey, signOpts: signOpts, policies: policies}, nil
+}
+
+// run re-scans with db and prints what is new, as a table or as JSON.
+func (rs *rescan) run(cmd *cobra.Command, db *scan.DB, asJSON bool, opts []scan.Option) error {
+	res, err := scan.Releases(cmd.Context(), rs.dir, rs.pubKey, db, rs.policies, rs.signOpts, opts...)
 	var be *scan.BreaksPolicyError
 	if err != nil && !errors.As(err, &be) {
 		return err

@@ -151,27 +151,31 @@ func checkWheel(r Request, add func(field, summary, detail string)) (Wheel, bool
 			fmt.Sprintf("torch %s+%s wheels are built for Python %s.", r.Torch, variant, strings.Join(w.Python, ", ")))
 		good = false
 	}
-	if r.NCCL != "" {
-		if w.NCCL == nil {
-			add("nccl", fmt.Sprintf("torch %s+%s pins no NCCL, but nccl = %q", r.Torch, variant, r.NCCL), "Remove nccl from a CPU-only image.")
-			good = false
-		} else if r.NCCL != w.NCCL.Version {
-			add("nccl", fmt.Sprintf("nccl %s differs from the NCCL %s that torch %s+%s pins", r.NCCL, w.NCCL.Version, r.Torch, variant),
-				fmt.Sprintf("The wheel requires %s; pip cannot install nccl %s beside it. Set nccl = %q or remove the attribute.", w.NCCL, r.NCCL, w.NCCL.Version))
-			good = false
-		}
+	if !checkPin("nccl", "NCCL", r.NCCL, w.NCCL, r.Torch, variant, add) {
+		good = false
 	}
-	if r.CUDNN != "" {
-		if w.CUDNN == nil {
-			add("cudnn", fmt.Sprintf("torch %s+%s pins no cuDNN, but cudnn = %q", r.Torch, variant, r.CUDNN), "Remove cudnn from a CPU-only image.")
-			good = false
-		} else if r.CUDNN != w.CUDNN.Version {
-			add("cudnn", fmt.Sprintf("cudnn %s differs from the cuDNN %s that torch %s+%s pins", r.CUDNN, w.CUDNN.Version, r.Torch, variant),
-				fmt.Sprintf("The wheel requires %s; pip cannot install cudnn %s beside it. Set cudnn = %q or remove the attribute.", w.CUDNN, r.CUDNN, w.CUDNN.Version))
-			good = false
-		}
+	if !checkPin("cudnn", "cuDNN", r.CUDNN, w.CUDNN, r.Torch, variant, add) {
+		good = false
 	}
 	return w, good
+}
+
+// checkPin checks the spec's field (nccl, cudnn; label names the library in
+// messages), set to version set, against the pin of torch TORCH+VARIANT's
+// wheel; an unset field is not checked.
+func checkPin(field, label, set string, pin *Pin, torch, variant string, add func(field, summary, detail string)) bool {
+	switch {
+	case set == "":
+		return true
+	case pin == nil:
+		add(field, fmt.Sprintf("torch %s+%s pins no %s, but %s = %q", torch, variant, label, field, set), fmt.Sprintf("Remove %s from a CPU-only image.", field))
+		return false
+	case set != pin.Version:
+		add(field, fmt.Sprintf("%s %s differs from the %s %s that torch %s+%s pins", field, set, label, pin.Version, torch, variant),
+			fmt.Sprintf("The wheel requires %s; pip cannot install %s %s beside it. Set %s = %q or remove the attribute.", pin, field, set, field, pin.Version))
+		return false
+	}
+	return true
 }
 
 // choices names the honest options for a CUDA base that has no wheel of its

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/pep"
 	"imagectl/internal/version"
 )
 
@@ -236,21 +237,16 @@ func findString(v any, key string) string {
 	return ""
 }
 
-func normName(s string) string {
-	s = strings.ToLower(s)
-	return strings.NewReplacer("_", "-", ".", "-").Replace(s)
-}
-
 // pipCheck compares the installed distributions with the lock's wheels.
 func pipCheck(wheels []lock.Wheel, installed [][2]string) Check {
 	c := Check{Name: "pip.packages", Threshold: fmt.Sprintf("== the lock's %d wheels", len(wheels)), Status: Pass}
 	want := map[string]string{}
 	for _, w := range wheels {
-		want[normName(w.Name)] = w.Version
+		want[pep.Normalize(w.Name)] = w.Version
 	}
 	have := map[string]string{}
 	for _, p := range installed {
-		have[normName(p[0])] = p[1]
+		have[pep.Normalize(p[0])] = p[1]
 	}
 	c.Value = fmt.Sprintf("%d installed", len(have))
 	var diffs, ignored []string

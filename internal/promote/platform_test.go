@@ -19,13 +19,13 @@ import (
 	"imagectl/internal/sign"
 )
 
-// A two-platform release: the index is signed and carries the lock; only
-// the amd64 image was verified. Promotion refuses it unless linux/arm64 is
-// named skippable; then the index, both images and the amd64 image's
-// verification reach the release repository, and pin returns the index.
-func TestPromoteMultiPlatformIndex(t *testing.T) {
-	ctx := context.Background()
-	f := newFixture(t, newInProcessRegistry(t))
+// twoPlatformIndex makes f's lock a linux/amd64 + linux/arm64 lock
+// (written to git) and pushes an image index of two images to staging:
+// the index signed with its lock and provenance (no SBOMs), each image
+// signed with every build attestation; none verified.
+func (f *fixture) twoPlatformIndex() (name.Digest, map[string]name.Digest) {
+	t := f.t
+	t.Helper()
 	f.lock.Base.Platform = "linux/amd64"
 	arm := lock.Resolution{Platform: "linux/arm64", Base: f.lock.Base, Pip: f.lock.Pip}
 	arm.Base.Platform = "linux/arm64"
@@ -53,6 +53,17 @@ func TestPromoteMultiPlatformIndex(t *testing.T) {
 		f.attestLock(c, f.lock, f.signer)
 		f.attestBuild(c, f.signer)
 	}
+	return src, children
+}
+
+// A two-platform release: the index is signed and carries the lock; only
+// the amd64 image was verified. Promotion refuses it unless linux/arm64 is
+// named skippable; then the index, both images and the amd64 image's
+// verification reach the release repository, and pin returns the index.
+func TestPromoteMultiPlatformIndex(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, newInProcessRegistry(t))
+	src, children := f.twoPlatformIndex()
 	amd := children["linux/amd64"]
 	f.attestVerification(amd, f.passing(amd), f.ver)
 	path := f.releaseFile(nil, promote.Release{Source: src.String(), Month: "2026-12", Tags: []string{"2.6-2026.12"}})

@@ -58,6 +58,9 @@ func PolicyOf(v *spec.VulnerabilityPolicy) report.Policy {
 }
 
 // vulnGate checks src against l's image's policy; nil when it has none.
+// Of an image index (l has platforms) it checks each platform's image,
+// which carries the SBOM and so the scan: every one must have a signed scan
+// within the policy; the index itself is not scanned.
 func (o *options) vulnGate(ctx context.Context, src name.Digest, l *lock.Lock) ([]Refusal, error) {
 	if l == nil {
 		return nil, nil
@@ -66,14 +69,46 @@ func (o *options) vulnGate(ctx context.Context, src name.Digest, l *lock.Lock) (
 	if !ok {
 		return nil, nil
 	}
+	if len(l.Platforms) == 0 {
+		return o.vulnCheck(ctx, src, src, "this digest", p)
+	}
+	sopts := []sign.Option{sign.WithAccess(o.access), sign.WithRemoteOptions(o.remote...)}
+	children, err := sign.Children(ctx, src, l, sopts...)
+	if err != nil {
+		if ae := o.denied(err); ae != nil {
+			return nil, ae
+		}
+		if unreachable(err) {
+			return nil, unavailable(src, err)
+		}
+		return []Refusal{{Source: src.String(), Gate: GateVulnerabilities, Reason: fmt.Sprintf("the image index does not hold the lock's platforms: %v", err)}}, nil
+	}
+	var out []Refusal
+	for _, c := range children {
+		rr, err := o.vulnCheck(ctx, src, c.Ref, "the "+c.Platform+" image "+c.Ref.DigestStr(), p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rr...)
+	}
+	return out, nil
+}
+
+// vulnCheck gates ref (src itself, or one platform's image of the index
+// src; what names it in reasons) on its latest vuln attestation by a
+// trusted key.
+func (o *options) vulnCheck(ctx context.Context, src, ref name.Digest, what string, p report.Policy) ([]Refusal, error) {
 	refuse := func(reason string) Refusal {
+		if ref.DigestStr() != src.DigestStr() {
+			reason = what + ": " + reason
+		}
 		return Refusal{Source: src.String(), Gate: GateVulnerabilities, Reason: reason}
 	}
 	sopts := []sign.Option{sign.WithAccess(o.access), sign.WithRemoteOptions(o.remote...)}
 	var latest *report.Result
 	var errs []string
 	for _, k := range o.trustedKeys {
-		r, err := report.Latest(ctx, src, k, sopts...)
+		r, err := report.Latest(ctx, ref, k, sopts...)
 		if err != nil {
 			if ae := o.denied(err); ae != nil {
 				return nil, ae
@@ -90,7 +125,7 @@ func (o *options) vulnGate(ctx context.Context, src name.Digest, l *lock.Lock) (
 		}
 	}
 	if latest == nil {
-		return []Refusal{refuse(fmt.Sprintf("no signed vulnerability scan of this digest by a trusted key: run imagectl scan --attest (%s)", strings.Join(errs, "; ")))}, nil
+		return []Refusal{refuse(fmt.Sprintf("no signed vulnerability scan of %s by a trusted key: run imagectl scan --attest (%s)", what, strings.Join(errs, "; ")))}, nil
 	}
 	var out []Refusal
 	for _, v := range report.Evaluate(latest, p) {

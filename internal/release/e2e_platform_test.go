@@ -17,7 +17,10 @@ import (
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/promote"
+	"imagectl/internal/scan/report"
+	"imagectl/internal/scan/scantest"
 	"imagectl/internal/sign"
+	"imagectl/internal/spec"
 	"imagectl/internal/verify"
 )
 
@@ -114,7 +117,15 @@ func TestReleasePlatformsEndToEnd(t *testing.T) {
 
 	// With linux/arm64 named as skippable the re-run resumes sign and
 	// verify and promotes the index.
-	out, err = Run(ctx, imgs, stages("2026-11", "linux/arm64"))
+	// It scans too, under a vulnerabilities policy (the database holds
+	// only pip's low advisory): each platform image is scanned with its own
+	// SBOM and gated on its own vuln attestation (e2e_scan_test.go).
+	withScan := stages("2026-11", "linux/arm64")
+	withScan.cfg.VulnDB = scantest.BuildDB(t, time.Time{}, scantest.PipHg)
+	gated := imgs[0]
+	gated.Policy.Vulnerabilities = &spec.VulnerabilityPolicy{MaxSeverity: "high", FixableOnly: true}
+	withScan.cfg.VulnPolicies = []spec.Image{gated}
+	out, err = Run(ctx, imgs, withScan)
 	if err != nil {
 		t.Fatalf("Run() skipping arm64 = %v", err)
 	}
@@ -149,6 +160,18 @@ func TestReleasePlatformsEndToEnd(t *testing.T) {
 		if out, err := exec.CommandContext(ctx, filepath.Join(env.Bin, "cosign"), "verify-attestation", "--key", keys.signPub,
 			"--insecure-ignore-tlog", "--allow-insecure-registry", "--type", "cyclonedx", ref.String()).CombinedOutput(); err != nil {
 			t.Errorf("cosign verify-attestation --type cyclonedx %s (%s): %v\n%s", ref, p, err, out)
+		}
+		if r, err := report.Latest(ctx, ref, keys.signPub); err != nil || r.Image != imgs[0].Repos.Staging+"@"+d || latestFinding(r, "GHSA-mq26-g339-26xf") == nil {
+			t.Errorf("the %s image's vuln attestation: %+v, %v; want its own scan finding pip's GHSA-mq26-g339-26xf", p, r, err)
+		}
+	}
+	// The index has no scan of its own (by the signer key), and, arm64
+	// being unverified, no test-result by the verifier key: admission
+	// refuses the index digest.
+	var none *sign.NoAttestationError
+	for typ, pub := range map[string]string{report.VulnPredicateType: keys.signPub, verify.TestResultPredicateType: keys.verPub} {
+		if _, err := sign.VerifyAttestations(ctx, mustDigest(t, wantRef), typ, pub); !errors.As(err, &none) {
+			t.Errorf("the index %s carries a %s attestation (%v), want none", wantRef, typ, err)
 		}
 	}
 	// Stock cosign verifies the promoted index.
@@ -223,6 +246,15 @@ func TestReleasePlatformsEndToEnd(t *testing.T) {
 	if err != nil || strings.Count(string(b), "demo-util") != 2 || strings.Contains(string(b), "demo-core") {
 		t.Errorf("changelog %s = %q, %v; want demo-util 1.1.0 under each platform, no demo-core", n.Promoted.Changelog, b, err)
 	}
+}
+
+func mustDigest(t *testing.T, s string) name.Digest {
+	t.Helper()
+	d, err := name.NewDigest(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func mustTag(t *testing.T, s string) name.Tag {

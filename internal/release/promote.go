@@ -34,6 +34,9 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	if err := r.scanAndAttest(ctx, l, d); err != nil { // scan.go
 		return Promoted{}, err
 	}
+	if err := r.attestIndex(ctx, l, d); err != nil { // indexverify.go
+		return Promoted{}, err
+	}
 	next, err := r.withRelease(f, l, rel)
 	if err != nil {
 		return Promoted{}, err

@@ -22,6 +22,11 @@ type Rescan struct {
 	Image  string `json:"image"`
 	Month  string `json:"month"`
 	Digest string `json:"digest"` // release-repo@sha256:...
+	// Platform is the platform of an image index's image that Digest
+	// names ("" for a single-platform release); Index is then the
+	// index's release-repo@sha256:...
+	Platform string `json:"platform,omitempty"`
+	Index    string `json:"index,omitempty"`
 	// Previous is when the last signed scan finished; zero: none.
 	Previous string `json:"previousScan,omitempty"`
 	// New are the findings that the last scan did not have.
@@ -40,7 +45,11 @@ func (e *BreaksPolicyError) Error() string {
 	var parts []string
 	for _, r := range e.Rescans {
 		for _, v := range r.Breaking {
-			parts = append(parts, fmt.Sprintf("%s %s (%s): %s", r.Image, r.Month, r.Digest, v.Reason))
+			what := r.Digest
+			if r.Platform != "" {
+				what = r.Platform + " " + r.Digest
+			}
+			parts = append(parts, fmt.Sprintf("%s %s (%s): %s", r.Image, r.Month, what, v.Reason))
 		}
 	}
 	return "released images break their vulnerability policy since the last scan:\n  " + strings.Join(parts, "\n  ")
@@ -50,7 +59,8 @@ func (e *BreaksPolicyError) Error() string {
 func (e *BreaksPolicyError) ExitCode() int { return exitcode.PromotionRefused }
 
 // Releases re-scans every promoted digest of the release files under
-// imagesDir (images/*/releases.json, in the release repository) against
+// imagesDir (images/*/releases.json, in the release repository; of an
+// image index, each platform's image: Targets) against
 // db, signs each new result as its vuln attestation (signOpts), and
 // reports per image and month what is new since the last signed scan
 // (pubKeyPath verifies both the SBOM and the earlier scan). policies
@@ -91,13 +101,22 @@ func Releases(ctx context.Context, imagesDir, pubKeyPath string, db *DB, policie
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", p, err)
 			}
-			rs, err := rescan(ctx, f.Image, rel.Month, ref, pubKeyPath, db, policies, signOpts, iopts, o)
+			targets, err := Targets(ctx, ref, WithAccess(o.access), WithRemoteOptions(o.remote...))
 			if err != nil {
-				return out, err
+				return out, fmt.Errorf("%s: release %s: %w", p, rel.Source, err)
 			}
-			out = append(out, rs)
-			if len(rs.Breaking) > 0 {
-				breaking = append(breaking, rs)
+			for _, t := range targets {
+				rs, err := rescan(ctx, f.Image, rel.Month, t.Ref, pubKeyPath, db, policies, signOpts, iopts, o)
+				if err != nil {
+					return out, err
+				}
+				if t.Platform != "" {
+					rs.Platform, rs.Index = t.Platform, ref.String()
+				}
+				out = append(out, rs)
+				if len(rs.Breaking) > 0 {
+					breaking = append(breaking, rs)
+				}
 			}
 		}
 	}

@@ -43,17 +43,23 @@ func (r *Result) TestResult() ([]byte, error) {
 			tr.WarnedTests = append(tr.WarnedTests, c.Name)
 		}
 	}
-	if r.LockDigest != "" {
-		alg, hex, ok := strings.Cut(r.LockDigest, ":")
+	return marshalTestResult(tr, r.Digest, r.LockDigest)
+}
+
+// marshalTestResult sets tr's configuration to the lock lockDigest (none
+// when "") and encodes it compactly; what names the subject in errors.
+func marshalTestResult(tr *testresult.TestResult, what, lockDigest string) ([]byte, error) {
+	if lockDigest != "" {
+		alg, hex, ok := strings.Cut(lockDigest, ":")
 		lock := &intoto.ResourceDescriptor{Name: "lock", Digest: map[string]string{alg: hex}}
 		if err := lock.Validate(); !ok || err != nil {
-			return nil, fmt.Errorf("test-result predicate of %s: lock digest %q is not algorithm:hex", r.Digest, r.LockDigest)
+			return nil, fmt.Errorf("test-result predicate of %s: lock digest %q is not algorithm:hex", what, lockDigest)
 		}
 		tr.Configuration = []*intoto.ResourceDescriptor{lock}
 	}
 	b, err := protojson.Marshal(tr)
 	if err != nil {
-		return nil, fmt.Errorf("test-result predicate of %s: %w", r.Digest, err)
+		return nil, fmt.Errorf("test-result predicate of %s: %w", what, err)
 	}
 	// protojson varies its whitespace on purpose: compact it so that the
 	// same result always gives the same bytes.

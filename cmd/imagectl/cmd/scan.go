@@ -84,8 +84,8 @@ attestation (` + scan.VulnPredicateType + `):
   cosign verify-attestation --key cosign.pub --insecure-ignore-tlog --type vuln IMAGE@DIGEST
 
 --releases IMAGES_DIR is the daily re-scan of what users pinned: every
-promoted digest of images/*/releases.json (in its release repository) is
-scanned with today's database (each image's images/NAME/vex.json applied),
+promoted digest of images/*/releases.json (in its release repository; of an
+image index, each platform image) is scanned with today's database (each image's images/NAME/vex.json applied),
 the new result is attested (--signing-key), and what is new since the last
 signed scan is printed per image and month. With --spec, the images'
 policy { vulnerabilities { ... } } decide: exit 5 when anything new breaks
@@ -257,7 +257,11 @@ func (rs *rescan) run(cmd *cobra.Command, db *scan.DB, asJSON bool, opts []scan.
 		if len(ids) > 0 {
 			newCol = strings.Join(ids, ", ")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\n", r.Image, r.Month, r.Digest, r.Findings, newCol, len(r.Breaking))
+		digest := r.Digest
+		if r.Platform != "" {
+			digest += " (" + r.Platform + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\n", r.Image, r.Month, digest, r.Findings, newCol, len(r.Breaking))
 	}
 	if werr := w.Flush(); werr != nil {
 		return werr

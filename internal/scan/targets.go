@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"imagectl/internal/sign"
 )
 
 // Target is one image a scan reads: a single-platform image, or one
@@ -46,11 +48,7 @@ func Targets(ctx context.Context, ref name.Digest, opts ...Option) ([]Target, er
 		if m.Platform == nil {
 			return nil, fmt.Errorf("image index %s: manifest %s has no platform", ref, m.Digest)
 		}
-		p := m.Platform.OS + "/" + m.Platform.Architecture
-		if m.Platform.Variant != "" {
-			p += "/" + m.Platform.Variant
-		}
-		out = append(out, Target{Platform: p, Ref: ref.Context().Digest(m.Digest.String())})
+		out = append(out, Target{Platform: sign.PlatformName(m.Platform), Ref: ref.Context().Digest(m.Digest.String())})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("image index %s holds no image", ref)

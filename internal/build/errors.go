@@ -77,8 +77,10 @@ func Artifacts(def *pb.Definition, l *lock.Lock) (map[digest.Digest]Artifact, er
 	for _, d := range l.Apt {
 		byURL[d.URL] = Artifact{Kind: "deb", Name: d.Name, Version: d.Version, URL: d.URL, SHA256: d.SHA256}
 	}
-	for _, w := range l.Pip {
-		byURL[w.URL] = Artifact{Kind: "wheel", Name: w.Name, Version: w.Version, URL: w.URL, SHA256: w.SHA256}
+	for _, w := range append([]lock.Wheel{l.Resolver}, l.Pip...) {
+		if w.URL != "" {
+			byURL[w.URL] = Artifact{Kind: "wheel", Name: w.Name, Version: w.Version, URL: w.URL, SHA256: w.SHA256}
+		}
 	}
 	out := map[digest.Digest]Artifact{}
 	for _, dt := range def.Def {

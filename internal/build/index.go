@@ -82,9 +82,9 @@ func solveIndex(ctx context.Context, clients []Client, l *lock.Lock, o *options,
 	g, gctx := errgroup.WithContext(ctx)
 	for i, t := range targets {
 		g.Go(func() error {
-			resp, err := solveTarget(gctx, clients[i], o, sopts[i], t, chans[i])
+			resp, err := solveRefetching(gctx, clients[i], o, sopts[i], t, chans[i], arts)
 			if err != nil {
-				return fmt.Errorf("building %s for %s: %w", l.Name, platformString(t.platform), mapSolveError(err, arts))
+				return fmt.Errorf("building %s for %s: %w", l.Name, platformString(t.platform), err)
 			}
 			resps[i] = resp
 			return nil

@@ -195,10 +195,10 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Re
 		return solveIndex(ctx, clients, l, o, targets, arts, target)
 	}
 	chans, forwarded := forwardStatus(o, targets)
-	resp, err := solveTarget(ctx, clients[0], o, sopt, targets[0], chans[0])
+	resp, err := solveRefetching(ctx, clients[0], o, sopt, targets[0], chans[0], arts)
 	forwarded()
 	if err != nil {
-		return nil, fmt.Errorf("building %s: %w", l.Name, mapSolveError(err, arts))
+		return nil, fmt.Errorf("building %s: %w", l.Name, err)
 	}
 	return result(ctx, l, o, target, resp, targets)
 }

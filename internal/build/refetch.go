@@ -31,10 +31,12 @@ import (
 // more through its own transport (auth's timeouts and retries, the index
 // credential) and hashes it (checkFetch):
 //   - the locked sha256: the failure was transient, and the target is
-//     solved again after a backoff, at most Network.Attempts solves in
-//     all; BuildKit's cache keeps what the failed solve completed (the
-//     other fetches, the steps before), so a re-solve fetches what failed
-//     and what depends on it;
+//     solved again after a backoff (Network.Backoff, doubling with
+//     jitter, up to Network.MaxBackoff), as long as no artifact failed in
+//     Network.Attempts solves: each fetch gets the tries a request gets
+//     from auth's transport. BuildKit's cache keeps what the failed solve
+//     completed (the other fetches, the steps before), so a re-solve
+//     fetches what failed and what depends on it;
 //   - another sha256: a *ChecksumError naming what the URL serves now;
 //   - an answer that is not 200 (a 404, a 5xx that outlasted the tries,
 //     a stall): a *FetchError wrapping the check's error, with its exit
@@ -55,8 +57,9 @@ func solveRefetching(ctx context.Context, c Client, o *options, sopt client.Solv
 		defer close(status)
 	}
 	net := o.access.Network()
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.Multiplier, b.RandomizationFactor, b.MaxInterval = net.Backoff, 2, 0.5, net.MaxBackoff
+	// The failed solves of each artifact, and its backoff.
+	failed := map[string]int{}
+	backoffs := map[string]*backoff.ExponentialBackOff{}
 	log := logs.From(ctx)
 	for solves := 1; ; solves++ {
 		ch, relayed := relayStatus(status)
@@ -69,6 +72,7 @@ func solveRefetching(ctx context.Context, c Client, o *options, sopt client.Solv
 		if !ok || ctx.Err() != nil {
 			return nil, mapSolveError(err, arts)
 		}
+		failed[a.URL]++
 		verdict := checkFetch(ctx, o.access, a)
 		switch {
 		case verdict.unreachable != nil:
@@ -78,12 +82,18 @@ func solveRefetching(ctx context.Context, c Client, o *options, sopt client.Solv
 			return nil, &FetchError{Artifact: a, Err: verdict.err}
 		case verdict.got != a.digest():
 			return nil, &ChecksumError{Artifact: a, Want: a.digest().String(), Got: verdict.got.String(), Err: err}
-		case solves >= net.Attempts:
-			return nil, &FetchError{Artifact: a, Err: fmt.Errorf("buildkitd failed it in each of %d solves, though the URL serves the locked file (the last failure: %w)", solves, err)}
+		case failed[a.URL] >= net.Attempts:
+			return nil, &FetchError{Artifact: a, Err: fmt.Errorf("buildkitd failed it in %d solves, though the URL serves the locked file (the last failure: %w)", failed[a.URL], err)}
+		}
+		b := backoffs[a.URL]
+		if b == nil {
+			b = backoff.NewExponentialBackOff()
+			b.InitialInterval, b.Multiplier, b.RandomizationFactor, b.MaxInterval = net.Backoff, 2, 0.5, net.MaxBackoff
+			backoffs[a.URL] = b
 		}
 		wait := b.NextBackOff()
 		log.Warn("a fetch failed in the build but the URL serves the locked file: solving again", "image", t.lock.Name,
-			"platform", platformString(t.platform), "artifact", a.String(), "solve", solves+1, "of", net.Attempts, "after", wait, "err", err)
+			"platform", platformString(t.platform), "artifact", a.String(), "failed", failed[a.URL], "of", net.Attempts, "solve", solves+1, "after", wait, "err", err)
 		tm := time.NewTimer(wait)
 		select {
 		case <-tm.C:

@@ -24,11 +24,13 @@ import (
 )
 
 // flakyClient fails its first `fails` solves (all when fails < 0) with
-// err, sent through the gRPC codec as buildkitd sends it, then answers
-// with digest; each solve reports one status and closes its channel.
+// err, or with errs in turn, sent through the gRPC codec as buildkitd
+// sends it, then answers with digest; each solve reports one status and
+// closes its channel.
 type flakyClient struct {
 	fails  int
 	err    error
+	errs   []error
 	digest string
 
 	mu     sync.Mutex
@@ -45,7 +47,11 @@ func (f *flakyClient) Build(_ context.Context, _ client.SolveOpt, _ string, _ ga
 		close(ch)
 	}
 	if f.fails < 0 || n <= f.fails {
-		return nil, grpcerrors.FromGRPC(grpcerrors.ToGRPC(context.Background(), f.err))
+		err := f.err
+		if len(f.errs) > 0 {
+			err = f.errs[(n-1)%len(f.errs)]
+		}
+		return nil, grpcerrors.FromGRPC(grpcerrors.ToGRPC(context.Background(), err))
 	}
 	return &client.SolveResponse{ExporterResponse: map[string]string{exptypes.ExporterImageDigestKey: f.digest}}, nil
 }
@@ -56,11 +62,12 @@ func (f *flakyClient) Build(_ context.Context, _ client.SolveOpt, _ string, _ ga
 // buildkitd hashed, a reset: both reach the client as text); a URL that
 // serves another file is a *ChecksumError naming what it serves, one that
 // answers 404 or keeps answering 503 a *FetchError (the 503 with exit 69),
-// and a solve that fails every time though the URL is fine stops after
-// Network.Attempts solves. A failure that is no fetch is never solved
-// again. Every solve's status reaches WithStatus's channel, closed once.
+// and a fetch that fails in every solve though the URL is fine stops
+// after Network.Attempts solves; the bound is each artifact's (two wheels
+// failing in turn get more solves in all). A failure that is no fetch is
+// never solved again. Every solve's status reaches WithStatus's channel, closed once.
 func TestSolveRefetchesTransientFetchFailures(t *testing.T) {
-	const locked = "the locked demo-util wheel"
+	const locked = "the locked wheel (demo-util and demo-core serve it)"
 	served := map[string]string{} // case -> body of demo-util's URL
 	var gets atomic.Int32
 	var mu sync.Mutex
@@ -87,7 +94,7 @@ func TestSolveRefetchesTransientFetchFailures(t *testing.T) {
 	l := localLock(reg)
 	for i := range l.Pip {
 		l.Pip[i].URL = idx.URL + "/files/" + l.Pip[i].Filename
-		if l.Pip[i].Name == "demo-util" {
+		if l.Pip[i].Name == "demo-util" || l.Pip[i].Name == "demo-core" {
 			l.Pip[i].SHA256 = sum(locked)
 		}
 	}
@@ -100,13 +107,16 @@ func TestSolveRefetchesTransientFetchFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var utilVtx digest.Digest
+	var utilVtx, coreVtx digest.Digest
 	for d, a := range arts {
-		if a.Name == "demo-util" {
+		switch a.Name {
+		case "demo-util":
 			utilVtx = d
+		case "demo-core":
+			coreVtx = d
 		}
 	}
-	if utilVtx == "" {
+	if utilVtx == "" || coreVtx == "" {
 		t.Fatalf("Artifacts() = %v, no vertex for demo-util", arts)
 	}
 	access, err := auth.New(auth.Config{Network: auth.Network{Attempts: 3, Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}})
@@ -116,6 +126,7 @@ func TestSolveRefetchesTransientFetchFailures(t *testing.T) {
 	// What buildkitd v0.34.2 answers: a 502's page hashed, and a reset.
 	mismatch := errdefs.WrapVertex(fmt.Errorf("digest mismatch sha256:%s: sha256:%s", sum("<html>502 Bad Gateway</html>"), sum(locked)), utilVtx)
 	reset := errdefs.WrapVertex(errors.New("read tcp 127.0.0.1:40000->127.0.0.1:8080: read: connection reset by peer"), utilVtx)
+	coreReset := errdefs.WrapVertex(errors.New("Get \"http://127.0.0.1:8080/files/demo_core.whl\": EOF"), coreVtx)
 	notFetch := errdefs.WrapVertex(errors.New("process \"/bin/sh -c pip install\" did not complete successfully: exit code: 1"), digest.FromString("an exec op"))
 
 	for _, tc := range []struct {
@@ -128,6 +139,7 @@ func TestSolveRefetchesTransientFetchFailures(t *testing.T) {
 	}{
 		{name: "502 page hashed once", body: locked, c: &flakyClient{fails: 1, err: mismatch, digest: dgst}, wantSolves: 2, wantGets: 1},
 		{name: "reset twice", body: locked, c: &flakyClient{fails: 2, err: reset, digest: dgst}, wantSolves: 3, wantGets: 2},
+		{name: "two wheels in turn", body: locked, c: &flakyClient{fails: 4, errs: []error{reset, coreReset}, digest: dgst}, wantSolves: 5, wantGets: 4},
 		{
 			name: "the file changed upstream", body: "another file", c: &flakyClient{fails: -1, err: mismatch}, wantSolves: 1, wantGets: 1,
 			check: func(t *testing.T, err error) {
@@ -159,7 +171,7 @@ func TestSolveRefetchesTransientFetchFailures(t *testing.T) {
 			name: "buildkitd fails it every time", body: locked, c: &flakyClient{fails: -1, err: reset}, wantSolves: 3, wantGets: 3,
 			check: func(t *testing.T, err error) {
 				var fe *FetchError
-				if !errors.As(err, &fe) || !strings.Contains(err.Error(), "each of 3 solves") || !strings.Contains(err.Error(), "connection reset") {
+				if !errors.As(err, &fe) || !strings.Contains(err.Error(), "in 3 solves") || !strings.Contains(err.Error(), "connection reset") {
 					t.Errorf("Solve() = %v, want a *FetchError after 3 solves with buildkitd's last error", err)
 				}
 			},

@@ -8,6 +8,7 @@ package promote
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -201,22 +202,22 @@ func WriteFile(path string, f *File) error {
 
 // Record adds a release to the release file at path, creating the file
 // (with image and repository) when it does not exist, and points the given
-// moving tags at it (File.Add). Recording the same release again changes
-// nothing; a release tag already used by another digest is an error.
+// moving tags at it (File.Add), under the file's lock (Update). Recording
+// the same release again changes nothing; a release tag already used by
+// another digest is an error.
 func Record(path, image, repository string, rel Release, moving ...string) error {
-	f, err := ReadFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		f = &File{SchemaVersion: SchemaVersion, Image: image, Repository: repository}
-	case err != nil:
-		return err
-	case f.Image != image || f.Repository != repository:
-		return fmt.Errorf("recording release: %s is for %s in %s, not %s in %s", path, f.Image, f.Repository, image, repository)
-	}
-	if err := f.Add(rel, moving...); err != nil {
-		return err
-	}
-	return WriteFile(path, f)
+	return Update(context.Background(), path, func(f *File) (*File, error) {
+		switch {
+		case f == nil:
+			f = &File{SchemaVersion: SchemaVersion, Image: image, Repository: repository}
+		case f.Image != image || f.Repository != repository:
+			return nil, fmt.Errorf("recording release: %s is for %s in %s, not %s in %s", path, f.Image, f.Repository, image, repository)
+		}
+		if err := f.Add(rel, moving...); err != nil {
+			return nil, err
+		}
+		return f, nil
+	})
 }
 
 // Add adds rel to f, or, when f already has rel's digest, adds rel's tags

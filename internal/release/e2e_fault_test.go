@@ -38,7 +38,11 @@ type faultyDemo struct {
 
 func newFaultyDemo(t *testing.T, ctx context.Context, run string, index, registry []faultproxy.Rule) *faultyDemo {
 	t.Helper()
-	d := &faultyDemo{demoRelease: newDemoRelease(t, ctx, run, 1<<20), indexCache: t.TempDir()}
+	// Wheels of this run's own (a file naming the run in each): buildkitd
+	// caches an HTTP source by filename and sha256, not by URL, and would
+	// not fetch a wheel another test's build fetched.
+	nonce := fmt.Sprintf("%s %d\n", run, time.Now().UnixNano())
+	d := &faultyDemo{demoRelease: newDemoReleaseOf(t, ctx, run, demoWheels(1<<20, nonce)), indexCache: t.TempDir()}
 	var err error
 	if d.index, err = faultproxy.Start(strings.TrimSuffix(d.demoRelease.index.URL, "/simple/"), index...); err != nil {
 		t.Fatal(err)
@@ -68,22 +72,26 @@ func (d *faultyDemo) stages(t *testing.T) *Real {
 	r := d.demoRelease.stages(t, "2026-11")
 	r.cfg.Access = d.access
 	// An index cache of the test's own: the lock's proxy reads every wheel
-	// from the faulty index (and retries there) before the build fetches it
-	// by its locked URL: buildkitd's HTTP source does not retry.
+	// from the faulty index (and retries there), and the build's buildkitd
+	// fetches each again by its locked URL (build re-solves when one fails).
 	r.cfg.LockOptions = append(r.cfg.LockOptions, lock.WithAccess(d.access), lock.WithIndexCache(d.indexCache))
 	r.cfg.BuildOptions = append(r.cfg.BuildOptions, build.WithAccess(d.access))
 	return r
 }
 
-func notWheelGET(r *http.Request) bool {
-	return r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, ".whl")
+// buildkitdWheelGET matches the build's own fetches of the locked wheels:
+// buildkitd's HTTP source sends User-Agent buildkit/VERSION.
+func buildkitdWheelGET(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".whl") && strings.HasPrefix(r.UserAgent(), "buildkit/")
 }
 
 // TestReleaseThroughTransientFaults runs the whole demo release (lock,
 // build, sign, verify in containerd, promote) while its wheel index
-// answers 502 once to each path but a wheel's GET (the failure measured
-// on main: "finding the pip wheel ...: HTTP 502"), resets one connection
-// and adds latency,
+// answers 502 once to each path (the failure measured on main: "finding
+// the pip wheel ...: HTTP 502"), resets one connection and adds latency,
+// and answers the build's buildkitd 502 once to each wheel and resets its
+// first wheel fetch (buildkitd's HTTP source hashes the 502's page and does
+// not retry: the build solves again),
 // and its registry answers a burst of 503s (one with Retry-After),
 // resets connections, cuts a blob short and stalls one mid-body: every
 // fault is retried (imagectl's transport, BuildKit's and containerd's
@@ -93,11 +101,12 @@ func TestReleaseThroughTransientFaults(t *testing.T) {
 	defer cancel()
 	d := newFaultyDemo(t, ctx, "e2e-faults",
 		[]faultproxy.Rule{
+			// The build's wheel fetches first: the lock's proxy has read
+			// every wheel (through the rules below) before the build asks.
+			{Name: "build's wheel reset", Times: 1, Match: buildkitdWheelGET, Fault: faultproxy.Fault{Reset: true}},
+			{Name: "build's wheel 502 once per path", PerPath: true, Times: 1, Match: buildkitdWheelGET, Fault: faultproxy.Fault{Status: http.StatusBadGateway}},
 			{Name: "index reset", Times: 1, Fault: faultproxy.Fault{Reset: true}},
-			// Every page, metadata file and HEAD; not a wheel's GET, which
-			// the build's buildkitd may be the first to send (its HTTP
-			// source does not retry: docs/reliability.md).
-			{Name: "index 502 once per path", PerPath: true, Times: 1, Match: notWheelGET, Fault: faultproxy.Fault{Status: http.StatusBadGateway}},
+			{Name: "index 502 once per path", PerPath: true, Times: 1, Fault: faultproxy.Fault{Status: http.StatusBadGateway}},
 		},
 		[]faultproxy.Rule{
 			{Name: "registry 503 burst", Methods: []string{http.MethodGet, http.MethodHead}, Path: "/manifests/", Times: 2, Fault: faultproxy.Fault{Status: http.StatusServiceUnavailable}},
@@ -122,7 +131,7 @@ func TestReleaseThroughTransientFaults(t *testing.T) {
 		proxy *faultproxy.Proxy
 		rules []string
 	}{
-		{d.index, []string{"index reset", "index 502 once per path"}},
+		{d.index, []string{"index reset", "index 502 once per path", "build's wheel reset", "build's wheel 502 once per path"}},
 		{d.registry, []string{"registry 503 burst", "registry 429 Retry-After", "registry reset", "registry EOF mid-body", "registry stalled body", "registry 500 on upload"}},
 	} {
 		for _, r := range p.rules {
@@ -133,6 +142,11 @@ func TestReleaseThroughTransientFaults(t *testing.T) {
 	}
 	if n := d.index.Fired("index 502 once per path"); n < 5 {
 		t.Errorf("the index answered 502 to %d paths, want every path the release asked (at least 5)", n)
+	}
+	// demo-core, demo-util and demo-dep (this run's own); the pip wheel
+	// too unless buildkitd has it cached from another build.
+	if n := d.index.Fired("build's wheel 502 once per path"); n < 3 {
+		t.Errorf("the index answered the build's buildkitd 502 for %d wheels, want every demo wheel (3)", n)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,28 @@ type demoRelease struct {
 // verify stage runs the image there.
 func newDemoRelease(t *testing.T, ctx context.Context, run string, coreBytes int64) *demoRelease {
 	t.Helper()
+	return newDemoReleaseOf(t, ctx, run, demoWheels(coreBytes, ""))
+}
+
+// demoWheels are the demo's wheels, demo-core of coreBytes; a nonce makes
+// them wheels of their own (MODULE/nonce.txt holds it in each).
+func demoWheels(coreBytes int64, nonce string) []wheelhouse.Spec {
+	ws := []wheelhouse.Spec{
+		{Name: "demo-core", Version: "1.0.0", PayloadBytes: coreBytes},
+		{Name: "demo-util", Version: "1.0.0", Requires: []string{"demo-dep>=1"}},
+		{Name: "demo-dep", Version: "1.0.0"},
+	}
+	if nonce != "" {
+		for i := range ws {
+			ws[i].Files = map[string]string{strings.ReplaceAll(ws[i].Name, "-", "_") + "/nonce.txt": nonce}
+		}
+	}
+	return ws
+}
+
+// newDemoReleaseOf is newDemoRelease with the index's wheels given.
+func newDemoReleaseOf(t *testing.T, ctx context.Context, run string, wheels []wheelhouse.Spec) *demoRelease {
+	t.Helper()
 	env := testenv.Get(t)
 	if env.Containerd == "" {
 		if os.Getenv("IMAGECTL_E2E") == "1" {
@@ -45,11 +68,7 @@ func newDemoRelease(t *testing.T, ctx context.Context, run string, coreBytes int
 		t.Skip("CONTAINERD_ADDRESS is not set; the verify stage runs the image with containerd")
 	}
 	d := &demoRelease{env: env}
-	d.index = testenv.NewWheelIndex(t,
-		wheelhouse.Spec{Name: "demo-core", Version: "1.0.0", PayloadBytes: coreBytes},
-		wheelhouse.Spec{Name: "demo-util", Version: "1.0.0", Requires: []string{"demo-dep>=1"}},
-		wheelhouse.Spec{Name: "demo-dep", Version: "1.0.0"},
-	)
+	d.index = testenv.NewWheelIndex(t, wheels...)
 	var err error
 	d.imgs, err = spec.Load(ctx, []string{filepath.Join(env.Root, "specs", "demo.hcl")},
 		spec.WithVars(map[string]string{"registry": env.Registry, "wheel_index": d.index.URL}))

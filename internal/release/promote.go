@@ -54,14 +54,14 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	); err != nil {
 		return Promoted{}, err
 	}
-	// Re-read before writing: what another process recorded meanwhile stays.
-	if f, err = r.releases(l.Name); err != nil {
-		return Promoted{}, err
-	}
-	if next, err = r.withRelease(f, l, rel); err != nil {
-		return Promoted{}, err
-	}
-	if err := promote.WriteFile(relPath, next); err != nil {
+	// Re-read under the file's lock before writing: what another process
+	// recorded meanwhile stays.
+	if err := promote.Update(ctx, relPath, func(f *promote.File) (*promote.File, error) {
+		if f == nil {
+			f = &promote.File{}
+		}
+		return r.withRelease(f, l, rel)
+	}); err != nil {
 		return Promoted{}, fmt.Errorf("recording the release in %s: %w", relPath, err)
 	}
 	p := Promoted{Reference: l.Repos.Release + "@" + d.DigestStr(), Tags: append(rel.Tags, l.Name)}

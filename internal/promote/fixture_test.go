@@ -152,14 +152,34 @@ func (f *fixture) attestLock(d name.Digest, l *lock.Lock, k keys) {
 	}
 }
 
+// attestVerification writes what verify.Attest writes, r as the
+// verification and as the in-toto test result, signed by k (without
+// verify.Attest's refusal of a result no runtime proof binds to d).
 func (f *fixture) attestVerification(d name.Digest, r verify.Result, k keys) {
 	f.t.Helper()
-	b, err := json.Marshal(r)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if err := sign.Attest(f.ctx, d, verify.PredicateType, b, k.opt()); err != nil {
-		f.t.Fatal(err)
+	f.attestVerificationAs(d, r, k, verify.PredicateType, verify.TestResultPredicateType)
+}
+
+// attestVerificationAs writes r as the predicate types given only.
+func (f *fixture) attestVerificationAs(d name.Digest, r verify.Result, k keys, types ...string) {
+	f.t.Helper()
+	for _, typ := range types {
+		var b []byte
+		var err error
+		switch typ {
+		case verify.PredicateType:
+			b, err = json.Marshal(r)
+		case verify.TestResultPredicateType:
+			b, err = r.TestResult()
+		default:
+			f.t.Fatalf("attestVerificationAs(%s): not a verifier predicate", typ)
+		}
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if err := sign.Attest(f.ctx, d, typ, b, k.opt()); err != nil {
+			f.t.Fatal(err)
+		}
 	}
 }
 

@@ -32,9 +32,14 @@ func TestGateRefusesEachMissingAttestation(t *testing.T) {
 				f.attestLock(d, f.lock, f.signer)
 			}
 			f.attestBuild(d, f.signer, a.PredicateType)
-			if a.PredicateType != sign.VerificationPredicateType {
-				f.attestVerification(d, f.passing(d), f.ver)
+			// The verifier's attestations but the missing one.
+			var ver []string
+			for _, v := range sign.Required(sign.VerifierKey, false) {
+				if v.PredicateType != a.PredicateType {
+					ver = append(ver, v.PredicateType)
+				}
 			}
+			f.attestVerificationAs(d, f.passing(d), f.ver, ver...)
 			path := f.releaseFile(nil, rel(d.String(), "2026-12", "2.6-cu124-2026.12"))
 			_, err := promote.Run(context.Background(), path, f.opts(promote.WithConfirm(true))...)
 			var re *promote.RefusedError

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/logs"
 	"imagectl/internal/sign"
 	"imagectl/internal/verify"
 )
@@ -17,8 +18,10 @@ import (
 // Verified implements Stages: a passing result for exactly d (of an image
 // index, for the image of this host's platform inside it) and l, signed by
 // the verifier key, with every other attestation the verifier key writes
-// (sign.Required(sign.VerifierKey, false)). Only "none there" means not
-// verified; a registry that does not answer is an error.
+// (sign.Required(sign.VerifierKey, false)). A passing result without its
+// test-result attestation (a run stopped between the two writes) gets it
+// now, from the result, without running the checks again. Only "none
+// there" means not verified; a registry that does not answer is an error.
 func (r *Real) Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error) {
 	img, _, _, err := r.target(ctx, l, d)
 	if err != nil {
@@ -31,16 +34,13 @@ func (r *Real) Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*veri
 		return nil, fmt.Errorf("checking for a verification of %s: %w", img, err)
 	}
 	found := sign.Found{Ref: img, Predicates: preds}
-	if len(found.Lacks(sign.Required(sign.VerifierKey, false), nil)) > 0 {
-		return nil, nil
-	}
 	for _, p := range preds[sign.VerificationPredicateType] {
 		var res verify.Result
 		if json.Unmarshal(p, &res) != nil {
 			continue
 		}
 		if res.Passed && res.Digest == img.DigestStr() && res.LockDigest == l.Digest {
-			return &res, nil
+			return r.completeVerification(ctx, img, &res, found)
 		}
 	}
 	return nil, nil
@@ -88,4 +88,25 @@ func (r *Real) target(ctx context.Context, l *lock.Lock, d name.Digest) (name.Di
 		return name.Digest{}, nil, nil, r.cfg.Access.Classify(err)
 	}
 	return sub.Image, sub.Lock, sub.Options(), nil
+}
+
+// completeVerification returns res, the passing verification found on img,
+// once img carries every attestation the verifier key writes: a missing
+// test-result attestation is written from res (no checks run again);
+// another missing one means not verified (nil).
+func (r *Real) completeVerification(ctx context.Context, img name.Digest, res *verify.Result, found sign.Found) (*verify.Result, error) {
+	var testResult bool
+	for _, a := range found.Lacks(sign.Required(sign.VerifierKey, false), nil) {
+		if a.PredicateType != sign.TestResultPredicateType {
+			return nil, nil
+		}
+		testResult = true
+	}
+	if testResult {
+		logs.From(ctx).Debug("writing the missing test-result attestation", "image", img.String())
+		if err := verify.AttestTestResult(ctx, img, res, r.signOpts(r.cfg.VerifierSignOptions)...); err != nil {
+			return nil, fmt.Errorf("completing the verification of %s: %w", img, err)
+		}
+	}
+	return res, nil
 }

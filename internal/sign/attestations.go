@@ -17,6 +17,11 @@ const (
 // verifier key.
 const VerificationPredicateType = "https://imagectl.dev/attestations/verification/v1"
 
+// TestResultPredicateType: the in-toto test-result v0.1 predicate of the
+// same verification (verify.Result.TestResult), signed by the verifier
+// key: what stock admission policies read.
+const TestResultPredicateType = "https://in-toto.io/attestation/test-result/v0.1"
+
 // Attestation is one attestation that every released digest carries.
 type Attestation struct {
 	// Name is what messages call it: "lock", "SPDX SBOM", ...
@@ -41,6 +46,7 @@ var ReleaseAttestations = []Attestation{
 	{Name: "CycloneDX SBOM", PredicateType: CycloneDXPredicateType, Key: SigningKey},
 	{Name: "provenance", PredicateType: ProvenancePredicateType, Key: SigningKey, OnIndex: true},
 	{Name: "verification", PredicateType: VerificationPredicateType, Key: VerifierKey},
+	{Name: "test result", PredicateType: TestResultPredicateType, Key: VerifierKey},
 }
 
 // Required returns the attestations of ReleaseAttestations that key k

@@ -9,13 +9,15 @@ import (
 	testresult "github.com/in-toto/attestation/go/predicates/test_result/v0"
 	intoto "github.com/in-toto/attestation/go/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"imagectl/internal/sign"
 )
 
 // TestResultPredicateType is the in-toto test-result predicate type: the
 // verification result in the standard shape that stock admission policies
 // (sigstore policy-controller, Kyverno) read. Attest writes it beside the
 // PredicateType attestation, signed by the same key.
-const TestResultPredicateType = "https://in-toto.io/attestation/test-result/v0.1"
+const TestResultPredicateType = sign.TestResultPredicateType
 
 // The test-result predicate's result values (in-toto test-result v0.1).
 const (

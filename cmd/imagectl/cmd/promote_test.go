@@ -91,11 +91,22 @@ func TestSignPromotePinCLI(t *testing.T) {
 	if strings.Contains(errs, strings.TrimSpace(pw)) {
 		t.Errorf("sign printed the password")
 	}
-	res, _ := json.Marshal(verify.Result{Image: ref.String(), Digest: ref.DigestStr(), LockDigest: l.Digest, Passed: true})
+	vres := verify.Result{Image: ref.String(), Digest: ref.DigestStr(), LockDigest: l.Digest, Passed: true}
+	res, _ := json.Marshal(vres)
 	resPath := filepath.Join(dir, "result.json")
 	os.WriteFile(resPath, res, 0o644)
 	if _, errs, code := run(t, pw, "sign", ref.String(), "--key", filepath.Join(vkeys, "cosign.key"), "--password-stdin", "--type", verify.PredicateType, "--predicate", resPath); code != 0 {
 		t.Fatalf("attest verification = %q, %d", errs, code)
+	}
+	// The same result as the in-toto test result (verify.Attest writes both).
+	tr, err := vres.TestResult()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trPath := filepath.Join(dir, "test-result.json")
+	os.WriteFile(trPath, tr, 0o644)
+	if _, errs, code := run(t, pw, "sign", ref.String(), "--key", filepath.Join(vkeys, "cosign.key"), "--password-stdin", "--type", verify.TestResultPredicateType, "--predicate", trPath); code != 0 {
+		t.Fatalf("attest test result = %q, %d", errs, code)
 	}
 
 	release := reg + "/ml/demo"

@@ -6,8 +6,9 @@
 # stops it by its recorded PID like the other services.
 #   hack/containerd.sh          start (or keep) it
 #   hack/containerd.sh status   exit 0 when it runs
-# Only the CRI-less core runs: no CRI, no TCP listener (debug and metrics
-# addresses stay empty), snapshotters that need special file systems off.
+# Only the CRI-less core runs (K8S=1 adds the CRI plugin, for hack/k8s.sh):
+# no TCP listener (debug and metrics addresses stay empty), snapshotters
+# that need special file systems off.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -38,20 +39,70 @@ for t in containerd containerd-shim-runc-v2; do
 done
 runc=$(command -v runc) || { echo "containerd: runc is missing: run make deps" >&2; exit 1; }
 
+# k8s_cri CONFIG: appends the CRI plugin's settings for hack/k8s.sh's
+# kubelet: CNI from Debian's plugins (/usr/lib/cni) with the config k8s.sh
+# writes, the locally built pause image from the loopback registry, the
+# private registry's CA (certs.d), and restrict_oom_score_adj (no
+# CAP_SYS_RESOURCE here: else every sandbox fails to start).
+k8s_cri() {
+  # shellcheck disable=SC1091
+  . "$cache/env"
+  local certs=$dir/certs.d
+  mkdir -p "$certs/$IMAGECTL_PRIVATE_REGISTRY" "$cache/k8s/cni/net.d"
+  printf 'server = "https://%s"\n\n[host."https://%s"]\n  ca = "%s"\n' "$IMAGECTL_PRIVATE_REGISTRY" "$IMAGECTL_PRIVATE_REGISTRY" "$IMAGECTL_PRIVATE_CA" \
+    > "$certs/$IMAGECTL_PRIVATE_REGISTRY/hosts.toml"
+  cat >> "$1" <<TOML
+
+# cri on
+[plugins.'io.containerd.grpc.v1.cri']
+  disable_tcp_service = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = '$IMAGECTL_REGISTRY/imagectl/pause:local'
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "$certs"
+
+[plugins.'io.containerd.cri.v1.runtime']
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "$cache/k8s/cni/net.d"
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        BinaryName = "$runc"
+TOML
+}
+
+if alive && [ "${K8S:-}" = 1 ] && ! grep -q '^# cri on$' "$dir/config.toml"; then
+  echo "up: containerd runs without its CRI plugin, K8S=1 needs it: run make down first" >&2
+  exit 1
+fi
+
 if alive; then
   echo "up: containerd already running (pid $(cut -d' ' -f1 "$cache/pids/containerd.pid"))" >&2
 else
   mkdir -p "$(dirname "$sock")"
   rm -f "$sock"
+  # K8S=1: the CRI plugin on, for the kubelet of hack/k8s.sh.
+  cri_off='  "io.containerd.grpc.v1.cri",
+  "io.containerd.cri.v1.images",
+  "io.containerd.cri.v1.runtime",
+  "io.containerd.podsandbox.controller.v1.podsandbox",'
+  [ "${K8S:-}" = 1 ] && cri_off=
   cat > "$dir/config.toml" <<TOML
 version = 3
 root = "$dir/root"
 state = "$dir/state"
 disabled_plugins = [
-  "io.containerd.grpc.v1.cri",
-  "io.containerd.cri.v1.images",
-  "io.containerd.cri.v1.runtime",
-  "io.containerd.podsandbox.controller.v1.podsandbox",
+$cri_off
   "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.zfs",
   "io.containerd.snapshotter.v1.devmapper",
@@ -75,6 +126,7 @@ disabled_plugins = [
 [metrics]
   address = ""
 TOML
+  [ "${K8S:-}" = 1 ] && k8s_cri "$dir/config.toml"
   # The shim is found on PATH, and runc beside it.
   PATH="$root/bin:$(dirname "$runc"):$PATH" setsid bin/containerd --config "$dir/config.toml" \
     >> "$cache/logs/containerd.log" 2>&1 < /dev/null &

@@ -3,6 +3,7 @@
 # while the PID still runs the recorded binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+hack/k8s.sh down # the cluster first, apiserver before etcd, while containerd still runs
 pids=.cache/pids
 [ -d "$pids" ] || exit 0
 for f in "$pids"/*.pid; do

@@ -6,7 +6,10 @@
 # tools/gpu/go.mod (NVIDIA's nvidia-ctk and nvidia-cdi-hook), which only the
 # GPU machine runs (hack/gpu/). tools/ and tools/gpu/ are modules of their own
 # so that the daemons' dependencies never move the main module's (nor the
-# toolkit's move the daemons').
+# toolkit's move the daemons'). `hack/tools.sh k8s` (also run by the
+# default) builds bin/kube from tools/k8s: etcd, the control plane and the
+# kubelet in one static binary (hack/k8s.sh), stale when the kubernetes or
+# etcd version recorded in it differs from tools/k8s/go.mod's; cold ~9 min.
 #
 # Staleness is per tool: a binary is rebuilt only when it is missing or the
 # version of its module recorded in it (go version -m) differs from the
@@ -30,6 +33,7 @@ declare -A pkgs=(
   [nvidia-cdi-hook]=github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook
   [policy-tester]=github.com/sigstore/policy-controller/cmd/tester
   [kyverno]=github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
+  [kube]=imagectl/tools/k8s/kube
 )
 # Tools whose go.mod has replace lines of its own get a module of their own
 # (copied replace lines; their dependencies never move the daemons'):
@@ -38,6 +42,7 @@ declare -A pkgs=(
 declare -A moddirs=(
   [policy-tester]=tools/policy-tester
   [kyverno]=tools/kyverno
+  [kube]=tools/k8s
 )
 # Each group is one go build: its tools share most of their dependencies.
 # containerd and its shim are static (CGO off) and stripped, like the
@@ -45,13 +50,25 @@ declare -A moddirs=(
 case "${1:-}" in
   "") moddir=tools groups=("buildkitd buildctl registry crane cosign" "containerd containerd-shim-runc-v2" "policy-tester" "kyverno") ;;
   gpu) moddir=tools/gpu groups=("nvidia-ctk nvidia-cdi-hook") ;;
-  *) echo "usage: hack/tools.sh [gpu]" >&2; exit 2 ;;
+  k8s) moddir=tools/k8s groups=("kube") ;; # hack/k8s.sh's cluster; the default run builds it too
+  *) echo "usage: hack/tools.sh [gpu|k8s]" >&2; exit 2 ;;
 esac
 
 # want TOOL: the version tools' go.mod pins for the module of TOOL's package.
-want() { (cd "${moddirs[$1]:-$moddir}" && go list -f '{{.Module.Version}}' "${pkgs[$1]}"); }
+# kube, a main package of tools/k8s itself: the kubernetes and etcd versions.
+k8smods="k8s.io/kubernetes go.etcd.io/etcd/server/v3"
+want() {
+  if [ "$1" = kube ]; then (cd tools/k8s && go list -m -f '{{.Version}}' $k8smods | xargs); return; fi
+  (cd "${moddirs[$1]:-$moddir}" && go list -f '{{.Module.Version}}' "${pkgs[$1]}")
+}
 # have TOOL: the version of its module recorded in bin/TOOL, or nothing.
-have() { go version -m "$root/bin/$1" 2>/dev/null | awk '$1 == "mod" { print $3; exit }'; }
+have() {
+  if [ "$1" = kube ]; then
+    go version -m "$root/bin/kube" 2>/dev/null | awk -v m="$k8smods" 'BEGIN { n = split(m, a, " ") } $1 == "dep" { v[$2] = $3 } END { for (i = 1; i <= n; i++) printf "%s%s", v[a[i]], (i < n ? " " : "\n") }'
+    return
+  fi
+  go version -m "$root/bin/$1" 2>/dev/null | awk '$1 == "mod" { print $3; exit }'
+}
 
 mkdir -p "$root/bin"
 built=0
@@ -88,6 +105,17 @@ for group in "${groups[@]}"; do
       [ "$t" = kyverno ] && ldflags+=" -X github.com/kyverno/kyverno/pkg/version.BuildVersion=$(want kyverno)"
       (cd "${moddirs[$t]}" && go build -trimpath -ldflags "$ldflags" -o "$root/bin/$t" "${args[@]}")
       ;;
+    kube)
+      # One static multi-call binary (tools/k8s/kube); without -X the
+      # components report v0.0.0 and the kubelet's version skew checks fail.
+      kv=$(cd tools/k8s && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+      minor=${kv#v1.}; minor=${minor%%.*}
+      ldflags="-s -w"
+      for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        ldflags="$ldflags -X $p.gitVersion=$kv -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+      done
+      (cd "${moddirs[kube]}" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$root/bin/" "${args[@]}")
+      ;;
     *)
       # go-nvml declares functions CUDA 13 deprecates: keep the log readable.
       (cd "$moddir" && CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" go build -trimpath -ldflags "-s -w" -o "$root/bin/" "${args[@]}")
@@ -97,3 +125,4 @@ for group in "${groups[@]}"; do
   built=1
 done
 [ $built -eq 1 ] || echo "tools: up to date in bin/" >&2
+if [ -z "${1:-}" ]; then exec "$0" k8s; fi

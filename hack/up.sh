@@ -49,6 +49,7 @@ if [ "${1:-}" = status ]; then
   done
   [ -f "$cache/env" ] || { echo "up: no .cache/env" >&2; exit 1; }
   hack/containerd.sh status && grep -q '^export CONTAINERD_ADDRESS=' "$cache/env" || exit 1
+  [ "${K8S:-}" != 1 ] || { hack/k8s.sh status && grep -q '^export IMAGECTL_KUBECONFIG=' "$cache/env"; } || exit 1
   exit 0
 fi
 
@@ -174,5 +175,6 @@ tmp=$cache/env.tmp
 . hack/standins.sh # the pytorch spec's torch index and PyPI stand-ins; appends to $tmp
 mv "$tmp" "$cache/env"
 hack/containerd.sh # verify's containerd runtime; adds CONTAINERD_ADDRESS to .cache/env
+[ "${K8S:-}" != 1 ] || hack/k8s.sh # K8S=1: a local Kubernetes on that containerd; adds IMAGECTL_KUBECONFIG
 echo "up: wrote .cache/env" >&2
 cat "$cache/env" >&2

@@ -71,7 +71,7 @@ for f in images/*/lock.json; do
 done
 
 step "kubernetes path: render the Job, run its run.sh from the ConfigMap here (through the init), evaluate the log"
-.gpu/imagectl verify "$IMG" --lock "$PASS" --runtime kubernetes > "$W/job.yaml"; echo "render rc=$?"
+.gpu/imagectl verify "$IMG" --lock "$PASS" --runtime kubernetes --render-job > "$W/job.yaml"; echo "render rc=$?"
 rm -rf /imagectl-probes && mkdir -p /imagectl-probes
 "$PY" - "$W/job.yaml" <<'PYEOF'
 import sys, yaml

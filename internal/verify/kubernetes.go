@@ -108,6 +108,11 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 	backoff := int32(0)
 	ttl := int32(3600)
 	mode := int32(0o555)
+	// The probes stop within seconds of SIGTERM; a deleted Job's pod must
+	// not linger for the default 30 s.
+	grace := int64(10)
+	// The probes never call the API server.
+	automount := false
 
 	container := corev1.Container{
 		Name:  "verify",
@@ -157,10 +162,12 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 				Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers:    []corev1.Container{container},
-					Volumes:       volumes,
-					Tolerations:   tolerations,
+					RestartPolicy:                 corev1.RestartPolicyNever,
+					TerminationGracePeriodSeconds: &grace,
+					AutomountServiceAccountToken:  &automount,
+					Containers:                    []corev1.Container{container},
+					Volumes:                       volumes,
+					Tolerations:                   tolerations,
 				},
 			},
 		},

@@ -40,7 +40,8 @@ type Result struct {
 	// kubernetes.
 	Runtime string `json:"runtime"`
 	// Proof says what ties the probes to Digest: ProofRuntime (a container
-	// runtime started the image by that digest), ProofFingerprint (the
+	// runtime started the image by that digest; for a Kubernetes Job, the
+	// kubelet's imageID read from the API server), ProofFingerprint (the
 	// init's fingerprint in the probes' environment names that digest), or
 	// empty: nothing does, and the result is reported but never signed.
 	Proof string `json:"proof,omitempty"`
@@ -50,6 +51,10 @@ type Result struct {
 	Checks []Check `json:"checks"`
 	// Host is the GPU fingerprint of the machine the checks ran on.
 	Host Host `json:"host"`
+	// Pod, for the kubernetes runtime, is the pod the kubelet ran the
+	// probes in, read from the API server: its UID, node and the imageID
+	// whose digest the runtime proof (ProofRuntime) compares with Digest.
+	Pod *PodRun `json:"pod,omitempty"`
 	// Platforms, for a multi-platform image (verify.WithTarget), are its
 	// platforms: the one that ran here with its outcome, the others "not
 	// verified". Index is then the image index; Image and Digest are the
@@ -105,6 +110,12 @@ func proof(rt Runtime, e envOut, digest string) string {
 	}
 	if dr, ok := rt.(DigestRunner); ok && dr.RanDigest() == digest {
 		return ProofRuntime
+	}
+	if _, ok := rt.(*Recorded); ok {
+		// A log copied back by hand: the fingerprint in it names what the
+		// Job's environment said (IMAGECTL_IMAGE_DIGEST), which proves
+		// nothing about what the kubelet ran.
+		return ""
 	}
 	if fingerprintDigest(e) == digest {
 		return ProofFingerprint

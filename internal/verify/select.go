@@ -73,8 +73,8 @@ func ParseShmSize(s string) (int64, error) {
 // lock fills in the rest (the storage path, the /dev/shm size).
 type RuntimeConfig struct {
 	// Kind names the runtime: auto (the default), in-place, containerd,
-	// podman or docker. kubernetes is not built here: see RenderJob and
-	// Recorded.
+	// podman, docker or kubernetes (a Job driven through the API server;
+	// auto never picks it).
 	Kind string
 	// Image is the image by digest.
 	Image name.Digest
@@ -104,6 +104,16 @@ type RuntimeConfig struct {
 	CDISpecDirs []string
 	// PodmanArgs go to `podman run` before the image.
 	PodmanArgs []string
+	// Kubeconfig, KubeContext and Namespace point the kubernetes runtime
+	// at a cluster (see Kubernetes); Keep leaves its Job in place.
+	Kubeconfig  string
+	KubeContext string
+	Namespace   string
+	Keep        bool
+	// Job shapes the kubernetes runtime's Job (storage claim, all-reduce
+	// iterations); its Namespace, Python and ShmSize come from the fields
+	// above when they are set.
+	Job JobConfig
 	// RegistryTLS is the TLS configuration the containerd runtime pulls
 	// with (auth.Access.TLSConfig: the system store plus --ca-file). The
 	// default is the system store.
@@ -236,7 +246,17 @@ func NewRuntime(l *lock.Lock, cfg RuntimeConfig) (Runtime, error) {
 	case RuntimeAuto, "":
 		return nil, errors.New("runtime auto: detect it first (Detector.Detect)")
 	case RuntimeKubernetes:
-		return nil, errors.New("the kubernetes runtime renders a Job (RenderJob) and evaluates its log (Recorded)")
+		if cfg.From != "" {
+			return nil, fmt.Errorf("the kubernetes runtime runs the image by digest; --from %q is for podman and docker", cfg.From)
+		}
+		if l == nil {
+			return nil, errors.New("the kubernetes runtime renders its Job from the lock: no lock")
+		}
+		job := cfg.Job
+		job.Python = firstNonEmpty(cfg.Python, job.Python)
+		job.ShmSize = firstNonEmpty(cfg.ShmSize, job.ShmSize)
+		return &Kubernetes{Kubeconfig: cfg.Kubeconfig, Context: cfg.KubeContext, Namespace: firstNonEmpty(cfg.Namespace, job.Namespace),
+			Image: cfg.Image, Lock: l, Job: job, Keep: cfg.Keep}, nil
 	}
 	return nil, fmt.Errorf("runtime %q: want auto, in-place, containerd, podman, docker or kubernetes", cfg.Kind)
 }

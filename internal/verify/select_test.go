@@ -85,7 +85,19 @@ func TestNewRuntime(t *testing.T) {
 		t.Errorf("NewRuntime(podman) = %+v", p)
 	}
 
-	for _, kind := range []string{RuntimeAuto, "", RuntimeKubernetes, "lxc"} {
+	cfg.Kind, cfg.Kubeconfig, cfg.Namespace, cfg.Keep = RuntimeKubernetes, "/k/config", "gpu-verify", true
+	cfg.Job = JobConfig{StorageClaim: "cache", Iters: 7}
+	rt, err = NewRuntime(l, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := rt.(*Kubernetes)
+	if k.Kubeconfig != "/k/config" || k.Namespace != "gpu-verify" || !k.Keep || k.Lock != l || k.Image != testRef ||
+		k.Job.StorageClaim != "cache" || k.Job.Iters != 7 || k.Job.ShmSize != "2g" {
+		t.Errorf("NewRuntime(kubernetes) = %+v", k)
+	}
+
+	for _, kind := range []string{RuntimeAuto, "", "lxc"} {
 		cfg.Kind = kind
 		if _, err := NewRuntime(l, cfg); err == nil {
 			t.Errorf("NewRuntime(%q) = nil error, want one", kind)
@@ -94,6 +106,10 @@ func TestNewRuntime(t *testing.T) {
 	cfg.Kind, cfg.From = RuntimeContainerd, "oci:/x"
 	if _, err := NewRuntime(l, cfg); err == nil {
 		t.Errorf("NewRuntime(containerd, --from oci:) = nil error, want one: containerd pulls by digest")
+	}
+	cfg.Kind = RuntimeKubernetes
+	if _, err := NewRuntime(l, cfg); err == nil {
+		t.Errorf("NewRuntime(kubernetes, --from oci:) = nil error, want one: the Job runs the digest")
 	}
 }
 

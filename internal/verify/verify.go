@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/build"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
@@ -159,9 +160,17 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	envSecs, err := r.exec(ctx, Probe{Name: "env", Script: "env.py", Args: envArgs, GPU: gpu}, &env)
 	if err != nil {
+		var ae *auth.Error
+		var nr *NotRunError
+		if errors.As(err, &ae) || errors.As(err, &nr) {
+			return err // the runtime said why already (a Kubernetes pull refused: exit 77)
+		}
 		return &NotRunError{Stage: r.o.runtime.Name() + " probe env", Err: err}
 	}
 	r.res.Proof = proof(o.runtime, env, r.res.Digest)
+	if pr, ok := o.runtime.(PodRunner); ok {
+		r.res.Pod = pr.RanPod()
+	}
 
 	// The first torch.compile runs beside the torch probe (both spend most
 	// of their time importing torch), never beside the all-reduce, which is
@@ -203,6 +212,9 @@ func (r *runner) run(ctx context.Context) error {
 	if o.prober == nil {
 		host, gpuErr = hostFromTorch(tor, withTorch, torchErr)
 		gpu = gpuErr == nil && !cpuOnly
+	}
+	if r.res.Pod != nil {
+		host.Hostname = firstNonEmpty(host.Hostname, r.res.Pod.Node)
 	}
 	host.Hostname = firstNonEmpty(host.Hostname, hostname())
 	r.res.Host = host

@@ -30,6 +30,8 @@ type verifyFlags struct {
 	containerd, ctrNamespace, snapshotter string
 	cdiDirs                               []string
 	jobLog                                string
+	renderJob, keep                       bool
+	kubeconfig, kubeContext               string
 	namespace                             string
 	claim                                 string
 	iters                                 int
@@ -56,12 +58,17 @@ Runtimes (--runtime; auto picks one and prints which):
               container through the image's entrypoint, GPUs by CDI, network off
   podman      a fresh container per probe (docker: --runtime docker)
   in-place    imagectl runs inside the image (a CI job on a GPU runner)
-  kubernetes  prints a ConfigMap + batch/v1 Job for a GPU node; give the Job's
-              log back with --job-log to evaluate it
+  kubernetes  a batch/v1 Job on a GPU node, driven through the API server
+              (--kubeconfig, else $KUBECONFIG, ~/.kube/config or in-cluster):
+              server-side apply, watch until it ends or verify.timeout, the
+              pod's log evaluated, then the Job deleted (--keep leaves it);
+              --render-job only prints the ConfigMap + Job, --job-log
+              evaluates a log copied back by hand (never signable)
 
 A result is signed (--sign) only when something proves the probes ran inside
-IMAGE@DIGEST: a container runtime started that digest, or (in-place, a Job
-log) the init's fingerprint names it (IMAGECTL_IMAGE_DIGEST). Otherwise it is
+IMAGE@DIGEST: a container runtime started that digest (for a Job: the imageID
+the kubelet reported for the pod, read from the API server), or (in-place)
+the init's fingerprint names it (IMAGECTL_IMAGE_DIGEST). Otherwise it is
 printed and not signed (exit 1).
 
 An image index (a multi-platform build; the lock has platforms) is verified
@@ -69,7 +76,10 @@ for this host's platform: its child image of that platform runs with that
 platform's view of the lock, the result is bound to (and signed for) that
 child, and the others are reported "not verified" under platforms.
 
-Exit codes: 0 passed, 4 a check failed, 7 verification could not run.`,
+Exit codes: 0 passed, 4 a check failed, 7 verification could not run (for a
+Job: no node offers nvidia.com/gpu, the image cannot be pulled, the pod was
+OOM-killed or evicted, verify.timeout passed, RBAC forbids a call), 77 the
+kubelet's pull was refused with 401.`,
 		Example: `  # inside the image, on a GPU runner
   imagectl verify reg.example/team/pytorch@sha256:... --lock images/pytorch-2.6-cu118-py3.11/lock.json --runtime in-place
 
@@ -80,10 +90,12 @@ Exit codes: 0 passed, 4 a check failed, 7 verification could not run.`,
   # podman, one GPU per container
   imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime podman --gpu-count 1
 
-  # the Job for a GPU fleet, then its log
-  imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime kubernetes | kubectl apply -f -
-  kubectl logs job/imagectl-verify-0123456789ab > job.log
-  imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime kubernetes --job-log job.log --sign --key cosign.key`,
+  # a Job on the GPU fleet, watched to the end, proven by the kubelet's imageID, signed
+  imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime kubernetes \
+    --kubeconfig ~/.kube/gpu-fleet --namespace imagectl-verify --storage-claim verify-cache --sign --key verifier.key
+
+  # only print the ConfigMap + Job
+  imagectl verify reg/pytorch@sha256:... --lock images/x/lock.json --runtime kubernetes --render-job | kubectl apply -f -`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVerify(cmd, args[0], &f)
@@ -104,8 +116,12 @@ Exit codes: 0 passed, 4 a check failed, 7 verification could not run.`,
 	fl.StringVar(&f.snapshotter, "snapshotter", "overlayfs", "containerd: snapshotter that unpacks the image")
 	fl.StringArrayVar(&f.cdiDirs, "cdi-spec-dir", nil, "containerd: folder of CDI specs (repeatable; default /etc/cdi and /var/run/cdi)")
 	fl.StringArrayVar(&f.podArgs, "podman-arg", nil, "podman/docker: extra argument for `run` (repeatable)")
-	fl.StringVar(&f.jobLog, "job-log", "", "kubernetes: evaluate this Job log instead of printing the manifest")
-	fl.StringVar(&f.namespace, "namespace", "", "kubernetes: namespace of the Job")
+	fl.StringVar(&f.jobLog, "job-log", "", "kubernetes: evaluate this Job log (copied back by hand; never signable) instead of running the Job")
+	fl.BoolVar(&f.renderJob, "render-job", false, "kubernetes: print the ConfigMap and the Job instead of running them")
+	fl.BoolVar(&f.keep, "keep", false, "kubernetes: leave the Job, its pod and the ConfigMap in place (debugging)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else in-cluster)")
+	fl.StringVar(&f.kubeContext, "context", "", "kubernetes: kubeconfig context (default its current context)")
+	fl.StringVar(&f.namespace, "namespace", "", "kubernetes: namespace of the Job (default the context's, else default)")
 	fl.StringVar(&f.claim, "storage-claim", "", "kubernetes: PersistentVolumeClaim for the storage (default: an emptyDir)")
 	fl.IntVar(&f.iters, "iters", 20, "timed all-reduce iterations")
 	fl.IntVar(&f.warmup, "warmup", 5, "warm-up all-reduce iterations")
@@ -140,8 +156,8 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 	}
 	ref, l = sub.Image, sub.Lock
 	opts := append(sub.Options(), verify.WithAllReduceIters(f.iters, f.warmup))
-	if f.runtime == verify.RuntimeKubernetes {
-		if f.jobLog == "" {
+	if f.runtime == verify.RuntimeKubernetes && (f.renderJob || f.jobLog != "") {
+		if f.renderJob {
 			return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)
 		}
 		b, err := os.ReadFile(f.jobLog)
@@ -153,7 +169,9 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		sel, err := verify.Detector{}.Select(cmd.Context(), l, verify.RuntimeConfig{Kind: f.runtime, Image: ref, From: f.from,
 			Python: f.python, Storage: f.storage, ShmSize: f.shmSize, GPUMode: f.gpus, GPUs: f.gpuCount,
 			ContainerdAddress: f.containerd, ContainerdNamespace: f.ctrNamespace, Snapshotter: f.snapshotter,
-			CDISpecDirs: f.cdiDirs, PodmanArgs: f.podArgs, RegistryTLS: accessOf(cmd).TLSConfig()}, true)
+			CDISpecDirs: f.cdiDirs, PodmanArgs: f.podArgs, RegistryTLS: accessOf(cmd).TLSConfig(),
+			Kubeconfig: f.kubeconfig, KubeContext: f.kubeContext, Namespace: f.namespace, Keep: f.keep,
+			Job: verify.JobConfig{StorageClaim: f.claim, Iters: f.iters, Warmup: f.warmup}}, true)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes on loopback, for verify's kubernetes runtime:
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the
+# kubelet, all from bin/kube (one static binary built from the module proxy
+# by hack/tools.sh k8s), the kubelet on the containerd hack/containerd.sh
+# runs (its CRI plugin on: K8S=1), pods networked by Debian's
+# containernetworking-plugins (a bridge with no address on the host: pods
+# reach each other, nothing else) and sandboxes from a pause image built
+# here (hack/pause) and pushed to the loopback registry.
+#   hack/k8s.sh           start (or keep) it; adds IMAGECTL_KUBECONFIG to .cache/env
+#   hack/k8s.sh status    exit 0 when every component runs
+#   hack/k8s.sh down      stop it: kubelet, scheduler, controller-manager,
+#                         apiserver, then etcd (the apiserver hangs on SIGTERM
+#                         with etcd gone); unmount what the kubelet left
+# Called by hack/up.sh (after containerd.sh) and hack/down.sh (first), when
+# K8S=1. Everything lives under .cache/k8s; the node is named 127.0.0.1 and
+# every listener binds 127.0.0.1. Certificates and kubeconfigs: hack/k8spki.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+cache=$root/.cache
+dir=$cache/k8s
+pids=$dir/pids
+node=127.0.0.1
+order=(etcd apiserver controller-manager scheduler kubelet)
+
+alive() {
+  local f=$pids/$1.pid pid exe
+  [ -f "$f" ] || return 1
+  read -r pid exe _ < "$f"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  [ "$(readlink "/proc/$pid/exe" 2>/dev/null | sed 's/ (deleted)$//')" = "$exe" ]
+}
+
+stop() {
+  local f=$pids/$1.pid pid exe i
+  [ -f "$f" ] || return 0
+  read -r pid exe _ < "$f" || true
+  if alive "$1"; then
+    kill -TERM "$pid"
+    for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "down: k8s $1 (pid $pid) ignored SIGTERM for 15s; sending SIGKILL" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    echo "down: stopped k8s $1 (pid $pid)" >&2
+  fi
+  rm -f "$f"
+}
+
+# The cgroup the kubelet puts every pod under (cgroupRoot), one per checkout.
+cgroot=imagectl-k8s-$(echo "$root" | sha256sum | cut -c1-8)
+# The pods' bridge: no address, so the host's routes never change.
+bridge=imk8s$(echo "$root" | sha256sum | cut -c1-8)
+
+case "${1:-}" in
+status)
+  for n in "${order[@]}"; do alive "$n" || { echo "k8s: $n is not running" >&2; exit 1; }; done
+  exit 0
+  ;;
+down)
+  for ((i = ${#order[@]} - 1; i >= 0; i--)); do stop "${order[$i]}"; done
+  # The kubelet's volume mounts of pods it had no time to tear down.
+  if command -v findmnt >/dev/null; then
+    findmnt -rn -o TARGET | awk -v d="$dir/" 'index($0, d) == 1' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  fi
+  if ip link show "$bridge" >/dev/null 2>&1; then ip link del "$bridge" || true; fi
+  for h in /sys/fs/cgroup /sys/fs/cgroup/*; do
+    [ -d "$h/$cgroot" ] && find "$h/$cgroot" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
+  exit 0
+  ;;
+"") mkdir -p "$dir" "$pids" "$cache/logs" ;;
+*) echo "usage: hack/k8s.sh [status|down]" >&2; exit 2 ;;
+esac
+
+[ -x bin/kube ] || { echo "k8s: bin/kube is missing: run hack/tools.sh k8s" >&2; exit 1; }
+[ -x /usr/lib/cni/bridge ] || { echo "k8s: /usr/lib/cni/bridge is missing: run make deps" >&2; exit 1; }
+[ -f "$cache/env" ] || { echo "k8s: no .cache/env: run hack/up.sh" >&2; exit 1; }
+# shellcheck disable=SC1091
+. "$cache/env"
+sock=${CONTAINERD_ADDRESS:?k8s: .cache/env has no CONTAINERD_ADDRESS (hack/containerd.sh)}
+grep -q '^# cri on$' "$cache/containerd/config.toml" 2>/dev/null ||
+  { echo "k8s: containerd runs without its CRI plugin: hack/down.sh, then start with K8S=1" >&2; exit 1; }
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# port NAME DEFAULT: the port used last time, else DEFAULT, else a free one near it.
+port() {
+  local p
+  for p in $(cat "$dir/$1.port" 2>/dev/null) "$2" $(seq $(($2 + 1)) $(($2 + 200))); do
+    if ! port_in_use "$p"; then echo "$p" > "$dir/$1.port"; echo "$p"; return 0; fi
+  done
+  echo "k8s: no free port near $2 for $1" >&2
+  return 1
+}
+
+start() {
+  local name=$1
+  shift
+  setsid bin/kube "$name" "$@" >> "$cache/logs/k8s-$name.log" 2>&1 < /dev/null &
+  echo "$! $(readlink -f bin/kube)" > "$pids/$name.pid"
+}
+
+# wait_for NAME SECONDS COMMAND...: until COMMAND succeeds, or fail with the log.
+wait_for() {
+  local name=$1 secs=$2 i
+  shift 2
+  for ((i = 0; i < secs * 10; i++)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    alive "$name" || { echo "k8s: $name exited; last lines of .cache/logs/k8s-$name.log:" >&2; tail -n 20 "$cache/logs/k8s-$name.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "k8s: $name not ready within ${secs}s; last lines of .cache/logs/k8s-$name.log:" >&2
+  tail -n 20 "$cache/logs/k8s-$name.log" >&2
+  exit 1
+}
+
+t0=$(date +%s%N)
+pki=$dir/pki
+if alive apiserver; then
+  apiport=$(cat "$dir/apiserver.port")
+else
+  apiport=$(port apiserver 6443)
+fi
+server=https://127.0.0.1:$apiport
+if [ ! -x bin/k8spki ] || [ -n "$(find hack/k8spki internal/atomicfile -newer bin/k8spki -name '*.go' | head -n1)" ]; then
+  go build -o bin/k8spki ./hack/k8spki
+fi
+bin/k8spki "$pki" --server "$server" --node "$node"
+admin=$pki/admin.kubeconfig
+curl_api() { curl -fsS --max-time 2 --cacert "$pki/ca.pem" --cert "$pki/admin.pem" --key "$pki/admin.key" "$server$1"; }
+
+# --- the pause image, pushed to the loopback registry (the CRI plugin pulls it).
+pause=$IMAGECTL_REGISTRY/imagectl/pause:local
+if [ ! -x bin/pause ] || [ -n "$(find hack/pause -newer bin/pause -name '*.go' | head -n1)" ] || ! bin/crane digest --insecure "$pause" >/dev/null 2>&1; then
+  CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/pause ./hack/pause
+  mkdir -p "$dir/pause"
+  tar --owner=0 --group=0 --mtime=@0 -C bin -cf "$dir/pause/layer.tar" pause
+  bin/crane append --insecure --oci-empty-base -f "$dir/pause/layer.tar" -t "$pause" >/dev/null
+  bin/crane mutate --insecure --set-platform linux/amd64 --entrypoint /pause -t "$pause" "$pause" >/dev/null
+fi
+[ "$(grep -o "sandbox = '[^']*'" "$cache/containerd/config.toml")" = "sandbox = '$pause'" ] ||
+  { echo "k8s: containerd's sandbox image is not $pause: hack/down.sh and start again" >&2; exit 1; }
+
+# --- etcd
+if ! alive etcd; then
+  ec=$(port etcd 2379)
+  ep=$(port etcd-peer $((ec + 1)))
+  start etcd --name imagectl --data-dir "$dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ec" --advertise-client-urls "http://127.0.0.1:$ec" \
+    --listen-peer-urls "http://127.0.0.1:$ep" --initial-advertise-peer-urls "http://127.0.0.1:$ep" \
+    --initial-cluster "imagectl=http://127.0.0.1:$ep" --unsafe-no-fsync --log-level warn
+fi
+ec=$(cat "$dir/etcd.port")
+wait_for etcd 30 curl -fsS --max-time 1 "http://127.0.0.1:$ec/health"
+
+# --- kube-apiserver
+if ! alive apiserver; then
+  start apiserver --etcd-servers "http://127.0.0.1:$ec" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$apiport" --endpoint-reconciler-type none \
+    --cert-dir "$dir/apiserver" --tls-cert-file "$pki/apiserver.pem" --tls-private-key-file "$pki/apiserver.key" \
+    --client-ca-file "$pki/ca.pem" --authorization-mode Node,RBAC \
+    --kubelet-client-certificate "$pki/apiserver-kubelet-client.pem" --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$pki/ca.pem" --kubelet-preferred-address-types InternalIP \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/24 \
+    --enable-priority-and-fairness=false --profiling=false --v=1
+fi
+wait_for apiserver 90 curl_api /readyz
+
+# --- kube-controller-manager and kube-scheduler (no listener of their own: --secure-port 0)
+if ! alive controller-manager; then
+  start controller-manager --kubeconfig "$pki/controller-manager.kubeconfig" --secure-port 0 --leader-elect=false \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.pem" --use-service-account-credentials=false \
+    --profiling=false --v=1
+fi
+if ! alive scheduler; then
+  start scheduler --kubeconfig "$pki/scheduler.kubeconfig" --secure-port 0 --leader-elect=false --profiling=false --v=1
+fi
+
+# --- CNI: a bridge with no address on the host; pods get 10.244.0.0/24.
+cni=$dir/cni
+mkdir -p "$cni/net.d"
+cat > "$cni/net.d/10-imagectl.conflist" <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "imagectl-k8s",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$bridge",
+      "isGateway": false,
+      "ipMasq": false,
+      "hairpinMode": false,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.0.0/24"}]], "dataDir": "$cni/ipam"}
+    }
+  ]
+}
+JSON
+
+# --- the kubelet's cgroup root, made in every hierarchy (cgroup v1 hybrid
+# machines) or the unified one (cgroup v2), cpuset copied from the parent.
+if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+  mkdir -p "/sys/fs/cgroup/$cgroot"
+  v1=false
+else
+  for h in /sys/fs/cgroup/*; do
+    [ -d "$h" ] && [ "$(basename "$h")" != unified ] || continue
+    mkdir -p "$h/$cgroot"
+    if [ -f "$h/cpuset.cpus" ]; then
+      cat "$h/cpuset.cpus" > "$h/$cgroot/cpuset.cpus"
+      cat "$h/cpuset.mems" > "$h/$cgroot/cpuset.mems"
+    fi
+  done
+  v1=true
+fi
+
+# --- the kubelet
+if ! alive kubelet; then
+  kport=$(port kubelet 10250)
+  mkdir -p "$dir/kubelet"
+  cat > "$dir/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: $kport
+readOnlyPort: 0
+healthzPort: 0
+containerRuntimeEndpoint: unix://$sock
+tlsCertFile: $pki/kubelet.pem
+tlsPrivateKeyFile: $pki/kubelet.key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $pki/ca.pem}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+cgroupRoot: /$cgroot
+failCgroupV1: $( [ "$v1" = true ] && echo false || echo true )
+failSwapOn: false
+resolvConf: ""
+serializeImagePulls: false
+maxPods: 32
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: 50Mi, nodefs.available: 1Gi, imagefs.available: 1Gi, nodefs.inodesFree: 1%}
+nodeStatusReportFrequency: 10s
+YAML
+  start kubelet --config "$dir/kubelet.yaml" --kubeconfig "$pki/kubelet.kubeconfig" \
+    --hostname-override "$node" --root-dir "$dir/kubelet" --v=1
+fi
+node_ready() {
+  curl_api "/api/v1/nodes/$node" | grep -q '"type": *"Ready", *"status": *"True"' ||
+    curl_api "/api/v1/nodes/$node" | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+}
+wait_for kubelet 120 node_ready
+# The default ServiceAccount, which the admission of every pod waits for.
+wait_for controller-manager 60 curl_api /api/v1/namespaces/default/serviceaccounts/default
+alive scheduler || { echo "k8s: scheduler exited; last lines of .cache/logs/k8s-scheduler.log:" >&2; tail -n 20 "$cache/logs/k8s-scheduler.log" >&2; exit 1; }
+
+if ! grep -q '^export IMAGECTL_KUBECONFIG=' "$cache/env"; then
+  printf 'export IMAGECTL_KUBECONFIG=%q\n' "$admin" >> "$cache/env"
+fi
+echo "up: kubernetes ready at $server (node $node) in $(( ($(date +%s%N) - t0) / 1000000 )) ms; kubeconfig $admin" >&2

@@ -53,7 +53,8 @@ func forKind(base verify.RuntimeConfig) VerifyRuntime {
 	return func(l *lock.Lock, d name.Digest) (verify.Runtime, error) {
 		cfg := base
 		cfg.Image = d
-		if cfg.Kind == verify.RuntimeInPlace || cfg.Storage != "" || l.Runtime.Storage.Path == "" {
+		// A Job mounts its storage claim (or an emptyDir), never a folder here.
+		if cfg.Kind == verify.RuntimeInPlace || cfg.Kind == verify.RuntimeKubernetes || cfg.Storage != "" || l.Runtime.Storage.Path == "" {
 			return verify.NewRuntime(l, cfg)
 		}
 		st, err := ReadyStorage(l)

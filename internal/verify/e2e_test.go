@@ -221,30 +221,9 @@ func TestPodmanE2E(t *testing.T) {
 		if err := Attest(context.Background(), pushed, res, sign.WithKey(priv, []byte("e2e"))); err != nil {
 			t.Fatalf("Attest() error = %v", err)
 		}
-		cmd := exec.Command(filepath.Join(e.Bin, "cosign"), "verify-attestation", "--key", pub, "--insecure-ignore-tlog",
-			"--allow-insecure-registry", "--type", PredicateType, pushed.String())
-		stdout, err := cmd.Output()
-		if err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				t.Logf("cosign stderr: %s", ee.Stderr)
-			}
-			t.Fatalf("cosign verify-attestation: %v", err)
-		}
-		var env struct {
-			Payload []byte `json:"payload"`
-		}
-		if err := json.Unmarshal(bytes.SplitN(stdout, []byte("\n"), 2)[0], &env); err != nil {
-			t.Fatalf("cosign output %q: %v", stdout, err)
-		}
-		var st struct {
-			Predicate Result `json:"predicate"`
-		}
-		if err := json.Unmarshal(env.Payload, &st); err != nil {
-			t.Fatal(err)
-		}
-		if !st.Predicate.Passed || st.Predicate.Digest != ref.DigestStr() {
-			t.Errorf("cosign-verified predicate: passed %v digest %q, want true %s", st.Predicate.Passed, st.Predicate.Digest, ref.DigestStr())
+		got := cosignVerifiedResult(t, e, pub, pushed)
+		if !got.Passed || got.Digest != ref.DigestStr() {
+			t.Errorf("cosign-verified predicate: passed %v digest %q, want true %s", got.Passed, got.Digest, ref.DigestStr())
 		}
 	})
 }

@@ -249,9 +249,6 @@ func NewRuntime(l *lock.Lock, cfg RuntimeConfig) (Runtime, error) {
 		if cfg.From != "" {
 			return nil, fmt.Errorf("the kubernetes runtime runs the image by digest; --from %q is for podman and docker", cfg.From)
 		}
-		if l == nil {
-			return nil, errors.New("the kubernetes runtime renders its Job from the lock: no lock")
-		}
 		job := cfg.Job
 		job.Python = firstNonEmpty(cfg.Python, job.Python)
 		job.ShmSize = firstNonEmpty(cfg.ShmSize, job.ShmSize)

@@ -34,6 +34,7 @@ type releaseFlags struct {
 	key, pub                 string
 	verifierKey, verifierPub string
 	runtime, containerd      string
+	kubeconfig, namespace    string
 	requireContainer         bool
 	storage                  string
 	lockMissing, noPromote   bool
@@ -91,7 +92,11 @@ stops the image with exit 77, naming the host and the credential source.`,
 
   # one image of the demo, locking it first, verifying with containerd
   imagectl release specs/demo.hcl --image demo --lock-missing --key k/cosign.key \
-    --verifier-key v/cosign.key --verify-runtime containerd`,
+    --verifier-key v/cosign.key --verify-runtime containerd
+
+  # from a CI runner without a GPU: each image verified as a Job on the fleet, four at once
+  imagectl release specs/pytorch.hcl --jobs 4 --key signing.key --verifier-key verifier.key \
+    --verify-runtime kubernetes --kubeconfig ~/.kube/gpu-fleet --namespace imagectl-verify --require-container-runtime`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRelease(cmd, args, &f) },
 	}
 	fl := cmd.Flags()
@@ -109,7 +114,9 @@ stops the image with exit 77, naming the host and the credential source.`,
 	fl.StringVar(&f.pub, "pub", "", "signing public key (default: --key with .pub)")
 	fl.StringVar(&f.verifierKey, "verifier-key", "", "verifier key that signs the verification result")
 	fl.StringVar(&f.verifierPub, "verifier-pub", "", "verifier public key (default: --verifier-key with .pub)")
-	fl.StringVar(&f.runtime, "verify-runtime", "auto", "containerd, podman, docker, in-place, or auto (containerd when its socket answers, else podman, else docker; never in-place)")
+	fl.StringVar(&f.runtime, "verify-runtime", "auto", "containerd, podman, docker, in-place, kubernetes (a Job per image on a GPU cluster, --jobs at once), or auto (containerd when its socket answers, else podman, else docker; never in-place or kubernetes)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else in-cluster)")
+	fl.StringVar(&f.namespace, "namespace", "", "kubernetes: namespace of the verification Jobs (default the context's, else default)")
 	fl.StringVar(&f.containerd, "containerd-address", "", "containerd socket (default $CONTAINERD_ADDRESS, else "+verify.DefaultContainerdAddress+")")
 	fl.BoolVar(&f.requireContainer, "require-container-runtime", false, "promote only digests verified in a container started from the digest")
 	fl.StringVar(&f.scan.db, "db", "", "vulnerability database (a grype v6 directory or archive, or an OCI artifact REF): scan each image before promotion, attest the result, and gate promotion on the spec's policy { vulnerabilities { ... } }")
@@ -161,7 +168,8 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 	}
 	defer closeBuilders()
 	rt, kind, why, err := release.SelectVerifyRuntime(ctx, verify.Detector{},
-		verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd, RegistryTLS: accessOf(cmd).TLSConfig()})
+		verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd, RegistryTLS: accessOf(cmd).TLSConfig(),
+			Kubeconfig: f.kubeconfig, Namespace: f.namespace})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,318 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"imagectl/internal/auth"
+	"imagectl/internal/exitcode"
+	"imagectl/internal/initconfig"
+	"imagectl/internal/lock"
+	iruntime "imagectl/internal/runtime"
+	"imagectl/internal/sign"
+	"imagectl/internal/testenv"
+)
+
+// kubeEnv is the local cluster `make up K8S=1` started (hack/k8s.sh): its
+// admin configuration and a namespace of the test's own, deleted after.
+func kubeEnv(t *testing.T) (*rest.Config, kubernetes.Interface, string) {
+	t.Helper()
+	kc := os.Getenv("IMAGECTL_KUBECONFIG")
+	if kc == "" {
+		if os.Getenv("K8S") == "1" {
+			t.Fatal("K8S=1 but IMAGECTL_KUBECONFIG is not set: hack/k8s.sh writes it into .cache/env")
+		}
+		t.Skip("IMAGECTL_KUBECONFIG is not set: make up K8S=1 (or the whole make test) starts a local Kubernetes")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ns := fmt.Sprintf("imagectl-e2e-%d", time.Now().UnixNano()%1e9)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	// Pods are admitted once the namespace's default ServiceAccount exists.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("namespace %s has no default ServiceAccount: %v", ns, err)
+	}
+	return cfg, cs, ns
+}
+
+// leftovers lists what a verification left in ns: Jobs, pods and
+// ConfigMaps with the verify label.
+func leftovers(t *testing.T, cs kubernetes.Interface, ns string) []string {
+	t.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=imagectl-verify"}
+	var out []string
+	jobs, err := cs.BatchV1().Jobs(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs.Items {
+		out = append(out, "job/"+j.Name)
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		out = append(out, "pod/"+p.Name)
+	}
+	cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cms.Items {
+		out = append(out, "configmap/"+c.Name)
+	}
+	return out
+}
+
+// TestKubernetesE2E verifies the demo image (no torch, CPU-only) through a
+// real Job on the local cluster: server-side applied, scheduled on the
+// kubelet's node, run through the init on containerd's CRI, its log
+// evaluated, the kubelet's imageID read back as the proof, the result
+// signed and checked with the stock cosign CLI, and everything deleted.
+// Then each failure, produced for real, each a distinct error with its
+// exit code and nothing left behind: a GPU request no node offers, a
+// digest the registry does not have, a pull the private registry refuses
+// (401), an RBAC-limited ServiceAccount, a 5 s verify.timeout.
+func TestKubernetesE2E(t *testing.T) {
+	cfg, cs, ns := kubeEnv(t)
+	e := testenv.Get(t)
+	rc := iruntime.Config{
+		MinShmBytes:     256 << 20,
+		TmpDir:          "/tmp/imagectl-tmp",
+		DriverFloor:     "525.60.13",
+		DriverPolicy:    "warn",
+		FingerprintPath: "/tmp/imagectl-fingerprint.json",
+	}
+	_, local, img := e2eImage(t, e, rc)
+	repo := fmt.Sprintf("%s/verify-e2e-k8s-%d/demo", e.Registry, time.Now().UnixNano())
+	ref, err := name.NewDigest(repo+"@"+local.DigestStr(), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("pushing to the local registry: %v", err)
+	}
+	cpu := &lock.Lock{
+		SchemaVersion: lock.SchemaVersion,
+		Name:          "verify-e2e-k8s",
+		Core:          lock.Core{Python: "3.11", DriverFloor: "525.60.13"},
+		Runtime:       rc,
+	}
+	cpu.Verify.CPUOnly = true
+	if _, err := lock.Marshal(cpu); err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, l *lock.Lock, ref name.Digest, rt *Kubernetes) (*Result, error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if rt.Config == nil {
+			rt.Config = cfg
+		}
+		rt.Namespace, rt.Image, rt.Lock = ns, ref, l
+		t0 := time.Now()
+		res, err := Run(ctx, l, WithImage(ref), WithRuntime(rt), WithGPUProber(nil))
+		t.Logf("Run() took %.1fs: %v", time.Since(t0).Seconds(), err)
+		if left := leftovers(t, cs, ns); len(left) > 0 {
+			t.Errorf("left behind in %s: %s", ns, strings.Join(left, ", "))
+		}
+		return res, err
+	}
+
+	t.Run("cpu-only image passes through a Job, proven by the kubelet's imageID, signed", func(t *testing.T) {
+		rt := &Kubernetes{}
+		res, err := run(t, cpu, ref, rt)
+		if err != nil {
+			if res != nil {
+				for _, c := range res.Checks {
+					t.Logf("%s %s %s %s", c.Name, c.Status, c.Value, c.Detail)
+				}
+			}
+			t.Fatalf("Run() error = %v, want nil", err)
+		}
+		c := statuses(res)
+		for _, n := range []string{"python.version", "shm.size", "tmpdir", "init.fingerprint"} {
+			if c[n].Status != Pass {
+				t.Errorf("check %s = %s (%s), want pass: the probes ran through the init", n, c[n].Status, c[n].Detail)
+			}
+		}
+		if res.Runtime != RuntimeKubernetes || res.Proof != ProofRuntime || res.Digest != ref.DigestStr() {
+			t.Errorf("result runtime %q proof %q digest %q, want kubernetes, runtime, %s", res.Runtime, res.Proof, res.Digest, ref.DigestStr())
+		}
+		p := res.Pod
+		if p == nil || p.Node != "127.0.0.1" || p.UID == "" || p.Namespace != ns || !strings.HasSuffix(p.ImageID, "@"+ref.DigestStr()) {
+			t.Fatalf("result pod = %+v, want node 127.0.0.1, a UID, namespace %s and an imageID @%s", p, ns, ref.DigestStr())
+		}
+		if res.Host.Hostname != p.Node {
+			t.Errorf("host %q, want the pod's node %q", res.Host.Hostname, p.Node)
+		}
+		priv, pub, err := sign.GenerateKeyPair(t.TempDir(), []byte("e2e"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Attest(context.Background(), ref, res, sign.WithKey(priv, []byte("e2e"))); err != nil {
+			t.Fatalf("Attest() error = %v", err)
+		}
+		got := cosignVerifiedResult(t, e, pub, ref)
+		if !got.Passed || got.Digest != ref.DigestStr() || got.Pod == nil || got.Pod.UID != p.UID {
+			t.Errorf("cosign-verified predicate: passed %v digest %q pod %+v, want true %s pod UID %s", got.Passed, got.Digest, got.Pod, ref.DigestStr(), p.UID)
+		}
+	})
+
+	t.Run("a GPU request no node offers", func(t *testing.T) {
+		gpu := *cpu
+		gpu.Verify.CPUOnly = false
+		_, err := run(t, &gpu, ref, &Kubernetes{})
+		if !errors.Is(err, ErrNoGPUNode) || exitcode.Code(err) != exitcode.VerifyNotRun || !strings.Contains(err.Error(), "FailedScheduling") {
+			t.Fatalf("Run() error = %v (code %d), want ErrNoGPUNode naming the FailedScheduling event, code %d", err, exitcode.Code(err), exitcode.VerifyNotRun)
+		}
+	})
+
+	t.Run("a digest the registry does not have", func(t *testing.T) {
+		missing, err := name.NewDigest(repo+"@sha256:"+strings.Repeat("0f", 32), name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = run(t, cpu, missing, &Kubernetes{})
+		if !errors.Is(err, ErrImagePull) || exitcode.Code(err) != exitcode.VerifyNotRun || !strings.Contains(err.Error(), "ErrImagePull") {
+			t.Fatalf("Run() error = %v (code %d), want ErrImagePull naming the kubelet's reason, code %d", err, exitcode.Code(err), exitcode.VerifyNotRun)
+		}
+	})
+
+	t.Run("a pull the private registry refuses", func(t *testing.T) {
+		priv := testenv.GetPrivate(t)
+		pref, err := name.NewDigest(fmt.Sprintf("%s/verify-e2e-k8s/demo@%s", priv.Registry, ref.DigestStr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("DOCKER_CONFIG", priv.DockerConfig)
+		acc, err := auth.New(auth.Config{CAFiles: []string{priv.CA}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(pref, img, acc.RemoteOptions()...); err != nil {
+			t.Fatalf("pushing to the private registry: %v", err)
+		}
+		// The kubelet has no credentials for it (no imagePullSecrets).
+		_, err = run(t, cpu, pref, &Kubernetes{})
+		var ae *auth.Error
+		if !errors.As(err, &ae) || !errors.Is(err, ErrImagePull) || exitcode.Code(err) != exitcode.AuthFailed {
+			t.Fatalf("Run() error = %v (code %d), want an *auth.Error around ErrImagePull, code %d", err, exitcode.Code(err), exitcode.AuthFailed)
+		}
+	})
+
+	t.Run("an RBAC-limited ServiceAccount", func(t *testing.T) {
+		limited := limitedConfig(t, cfg, cs, ns)
+		_, err := run(t, cpu, ref, &Kubernetes{Config: limited})
+		if !errors.Is(err, ErrForbidden) || exitcode.Code(err) != exitcode.VerifyNotRun || !strings.Contains(err.Error(), "patch jobs") {
+			t.Fatalf("Run() error = %v (code %d), want ErrForbidden naming patch jobs, code %d", err, exitcode.Code(err), exitcode.VerifyNotRun)
+		}
+	})
+
+	t.Run("a 5 s verify.timeout", func(t *testing.T) {
+		slow := *cpu
+		slow.Verify.Timeout = initconfig.Duration(5 * time.Second)
+		// The claim does not exist: the pod stays Pending past the deadline.
+		slow.Runtime.Storage.Path = "/storage"
+		t0 := time.Now()
+		_, err := run(t, &slow, ref, &Kubernetes{Job: JobConfig{StorageClaim: "no-such-claim"}})
+		if !errors.Is(err, ErrJobDeadline) || exitcode.Code(err) != exitcode.VerifyNotRun {
+			t.Fatalf("Run() error = %v (code %d), want ErrJobDeadline, code %d", err, exitcode.Code(err), exitcode.VerifyNotRun)
+		}
+		if d := time.Since(t0); d > 90*time.Second {
+			t.Errorf("Run() returned after %v: the 5 s deadline plus clean-up should be well under that", d)
+		}
+	})
+}
+
+// limitedConfig is a ServiceAccount's client configuration in ns, allowed
+// to apply and delete ConfigMaps and nothing else.
+func limitedConfig(t *testing.T, cfg *rest.Config, cs kubernetes.Interface, ns string) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "limited"}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmaps-only"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch", "delete"},
+	}}}
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "limited"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}}}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: cfg.CAFile, CAData: cfg.CAData}, BearerToken: tok.Status.Token}
+}
+
+// cosignVerifiedResult checks the verification attestation on ref with the
+// stock cosign CLI and returns its predicate.
+func cosignVerifiedResult(t *testing.T, e testenv.Env, pub string, ref name.Digest) Result {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(e.Bin, "cosign"), "verify-attestation", "--key", pub, "--insecure-ignore-tlog",
+		"--allow-insecure-registry", "--type", PredicateType, ref.String())
+	stdout, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Logf("cosign stderr: %s", ee.Stderr)
+		}
+		t.Fatalf("cosign verify-attestation: %v", err)
+	}
+	var env struct {
+		Payload []byte `json:"payload"`
+	}
+	if err := json.Unmarshal(bytes.SplitN(stdout, []byte("\n"), 2)[0], &env); err != nil {
+		t.Fatalf("cosign output %q: %v", stdout, err)
+	}
+	var st struct {
+		Predicate Result `json:"predicate"`
+	}
+	if err := json.Unmarshal(env.Payload, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Predicate
+}

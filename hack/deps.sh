@@ -4,6 +4,7 @@ set -euo pipefail
 pkgs=(runc debootstrap debian-archive-keyring tini podman python3 python3-venv python3-pip-whl ca-certificates curl iproute2 uidmap)
 pkgs+=(openssh-client) # ssh-keygen: the init's sshd host key tests
 pkgs+=(qemu-user-static) # linux/arm64 lock and build steps under emulation (hack/binfmt.sh)
+pkgs+=(containernetworking-plugins) # the local Kubernetes pod network: bridge, host-local, loopback (hack/k8s.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

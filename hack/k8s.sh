@@ -246,6 +246,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: 50Mi, nodefs.available: 1Gi, imagefs.available: 1Gi, nodefs.inodesFree: 1%}
 nodeStatusReportFrequency: 10s
+podLogsDir: $dir/pod-logs
 YAML
   start kubelet --config "$dir/kubelet.yaml" --kubeconfig "$pki/kubelet.kubeconfig" \
     --hostname-override "$node" --root-dir "$dir/kubelet" --v=1

@@ -18,11 +18,13 @@ import (
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
@@ -137,12 +139,15 @@ func TestKubernetesE2E(t *testing.T) {
 	if _, err := lock.Marshal(cpu); err != nil {
 		t.Fatal(err)
 	}
+	// Every run but the RBAC-limited one acts as the verifier the docs describe.
+	applyRBAC(t, cs, ns)
+	verifier := tokenConfig(t, cfg, cs, ns, "imagectl-verifier")
 	run := func(t *testing.T, l *lock.Lock, ref name.Digest, rt *Kubernetes) (*Result, error) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		if rt.Config == nil {
-			rt.Config = cfg
+			rt.Config = verifier
 		}
 		rt.Namespace, rt.Image, rt.Lock = ns, ref, l
 		t0 := time.Now()
@@ -260,6 +265,59 @@ func TestKubernetesE2E(t *testing.T) {
 	})
 }
 
+// applyRBAC creates the objects of testdata/kubernetes-rbac.yaml (the
+// RBAC docs/verify.md gives) in ns.
+func applyRBAC(t *testing.T, cs kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := os.ReadFile("testdata/kubernetes-rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(strings.ReplaceAll(string(b), "NAMESPACE", ns), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		switch meta.Kind {
+		case "ServiceAccount":
+			var o corev1.ServiceAccount
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &o, metav1.CreateOptions{})
+			}
+		case "Role":
+			var o rbacv1.Role
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				_, err = cs.RbacV1().Roles(ns).Create(ctx, &o, metav1.CreateOptions{})
+			}
+		case "RoleBinding":
+			var o rbacv1.RoleBinding
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &o, metav1.CreateOptions{})
+			}
+		case "ClusterRole":
+			var o rbacv1.ClusterRole
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				if _, err = cs.RbacV1().ClusterRoles().Create(ctx, &o, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+					err = nil // shared by every run
+				}
+			}
+		case "ClusterRoleBinding":
+			var o rbacv1.ClusterRoleBinding
+			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
+				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &o, metav1.CreateOptions{})
+				t.Cleanup(func() { _ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
+			}
+		default:
+			t.Fatalf("testdata/kubernetes-rbac.yaml: unexpected kind %q", meta.Kind)
+		}
+		if err != nil {
+			t.Fatalf("creating the %s of testdata/kubernetes-rbac.yaml: %v", meta.Kind, err)
+		}
+	}
+}
+
 // limitedConfig is a ServiceAccount's client configuration in ns, allowed
 // to apply and delete ConfigMaps and nothing else.
 func limitedConfig(t *testing.T, cfg *rest.Config, cs kubernetes.Interface, ns string) *rest.Config {
@@ -281,7 +339,13 @@ func limitedConfig(t *testing.T, cfg *rest.Config, cs kubernetes.Interface, ns s
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authv1.TokenRequest{}, metav1.CreateOptions{})
+	return tokenConfig(t, cfg, cs, ns, sa.Name)
+}
+
+// tokenConfig is the client configuration of ServiceAccount sa in ns.
+func tokenConfig(t *testing.T, cfg *rest.Config, cs kubernetes.Interface, ns, sa string) *rest.Config {
+	t.Helper()
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa, &authv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

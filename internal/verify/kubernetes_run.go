@@ -500,18 +500,33 @@ func (k *Kubernetes) stuck(ctx context.Context, c *clients, pod *corev1.Pod) err
 	w := st.State.Waiting
 	switch w.Reason {
 	case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable":
+	case "CreateContainerError", "RunContainerError":
+		return k.notRun("start", fmt.Errorf("the kubelet could not start container %s of pod %s on node %s: %s: %s", st.Name, pod.Name, pod.Spec.NodeName, w.Reason, w.Message))
 	default:
 		return nil
 	}
 	err := k.notRun("pull", fmt.Errorf("%w %s on node %s: %s: %s", ErrImagePull, st.Image, pod.Spec.NodeName, w.Reason, w.Message))
 	// The kubelet's message is all the API gives: a registry's 401 shows
-	// as its status text there.
-	if msg := strings.ToLower(w.Message); strings.Contains(msg, "401 unauthorized") || strings.Contains(msg, "unauthorized") {
+	// there as its status text, or as containerd's words for a challenge it
+	// had no credentials to answer.
+	if pullUnauthorized(w.Message) {
 		host := k.Image.RegistryStr()
 		return &auth.Error{Kind: "registry", Host: host, Status: http.StatusUnauthorized,
 			Source: "the kubelet's (the pod's imagePullSecrets, the node's registry configuration)", Err: err}
 	}
 	return err
+}
+
+// pullUnauthorized reports whether a kubelet's pull message says the
+// registry wanted credentials (401) it did not get or did not accept.
+func pullUnauthorized(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, s := range []string{"401 unauthorized", "unauthorized", "authorization failed", "no basic auth credentials"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func gpuRequest(pod *corev1.Pod) (resource.Quantity, bool) {

@@ -73,6 +73,7 @@ func TestStuckPull(t *testing.T) {
 		{"not found", waiting("ErrImagePull", `failed to pull and unpack image "r/x@sha256:00": not found`), exitcode.VerifyNotRun},
 		{"back-off", waiting("ImagePullBackOff", `Back-off pulling image "r/x@sha256:00"`), exitcode.VerifyNotRun},
 		{"401", waiting("ErrImagePull", `failed to resolve reference: unexpected status from HEAD request: 401 Unauthorized`), exitcode.AuthFailed},
+		{"basic auth without credentials", waiting("ErrImagePull", `failed to pull and unpack image "r/x@sha256:00": failed to resolve image: authorization failed: no basic auth credentials`), exitcode.AuthFailed},
 	} {
 		err := k.stuck(context.Background(), nil, tc.pod)
 		if tc.code == 0 {

@@ -307,7 +307,9 @@ func applyRBAC(t *testing.T, cs kubernetes.Interface, ns string) {
 			var o rbacv1.ClusterRoleBinding
 			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
 				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &o, metav1.CreateOptions{})
-				t.Cleanup(func() { _ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
+				t.Cleanup(func() {
+					_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), o.Name, metav1.DeleteOptions{})
+				})
 			}
 		default:
 			t.Fatalf("testdata/kubernetes-rbac.yaml: unexpected kind %q", meta.Kind)

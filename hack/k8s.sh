@@ -137,8 +137,9 @@ if [ ! -x bin/pause ] || [ -n "$(find hack/pause -newer bin/pause -name '*.go' |
   CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/pause ./hack/pause
   mkdir -p "$dir/pause"
   tar --owner=0 --group=0 --mtime=@0 -C bin -cf "$dir/pause/layer.tar" pause
-  bin/crane append --insecure --oci-empty-base -f "$dir/pause/layer.tar" -t "$pause" >/dev/null
-  bin/crane mutate --insecure --set-platform linux/amd64 --entrypoint /pause -t "$pause" "$pause" >/dev/null
+  { bin/crane append --insecure --oci-empty-base -f "$dir/pause/layer.tar" -t "$pause" &&
+    bin/crane mutate --insecure --set-platform "linux/$(go env GOARCH)" --entrypoint /pause -t "$pause" "$pause"; } > "$dir/pause/crane.log" 2>&1 ||
+    { echo "k8s: pushing the pause image $pause failed:" >&2; cat "$dir/pause/crane.log" >&2; exit 1; }
 fi
 [ "$(grep -o "sandbox = '[^']*'" "$cache/containerd/config.toml")" = "sandbox = '$pause'" ] ||
   { echo "k8s: containerd's sandbox image is not $pause: hack/down.sh and start again" >&2; exit 1; }

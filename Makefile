@@ -33,8 +33,10 @@ deps:
 # policy-tester and kyverno (the admission engines) from tools/policy-tester and tools/kyverno.
 tools:
 	hack/tools.sh
+	@[ "$${K8S:-}" != 1 ] || hack/tools.sh k8s
 
 # Start buildkitd, the registry and the wheel index on loopback; writes .cache/env.
+# K8S=1 also starts a local Kubernetes on containerd (hack/k8s.sh; bin/kube from tools/k8s).
 up: deps tools build
 	hack/up.sh
 

@@ -6,9 +6,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 
-# The whole suite (CI) runs the Kubernetes e2e tests too: start the cluster.
-[ -n "${PKGS:-}" ] || export K8S=${K8S:-1}
-
 # Services that were already running (someone's `make up`) are left running;
 # IMAGECTL_DOWN=1 stops them anyway. A fresh machine (CI) always stops them.
 down_done=

@@ -6,8 +6,8 @@
 # tools/gpu/go.mod (NVIDIA's nvidia-ctk and nvidia-cdi-hook), which only the
 # GPU machine runs (hack/gpu/). tools/ and tools/gpu/ are modules of their own
 # so that the daemons' dependencies never move the main module's (nor the
-# toolkit's move the daemons'). `hack/tools.sh k8s` (also run by the
-# default) builds bin/kube from tools/k8s: etcd, the control plane and the
+# toolkit's move the daemons'). `hack/tools.sh k8s` builds bin/kube from
+# tools/k8s (hack/k8s.sh, `make up K8S=1`): etcd, the control plane and the
 # kubelet in one static binary (hack/k8s.sh), stale when the kubernetes or
 # etcd version recorded in it differs from tools/k8s/go.mod's; cold ~9 min.
 #
@@ -50,7 +50,7 @@ declare -A moddirs=(
 case "${1:-}" in
   "") moddir=tools groups=("buildkitd buildctl registry crane cosign" "containerd containerd-shim-runc-v2" "policy-tester" "kyverno") ;;
   gpu) moddir=tools/gpu groups=("nvidia-ctk nvidia-cdi-hook") ;;
-  k8s) moddir=tools/k8s groups=("kube") ;; # hack/k8s.sh's cluster; the default run builds it too
+  k8s) moddir=tools/k8s groups=("kube") ;; # hack/k8s.sh's cluster
   *) echo "usage: hack/tools.sh [gpu|k8s]" >&2; exit 2 ;;
 esac
 
@@ -125,4 +125,3 @@ for group in "${groups[@]}"; do
   built=1
 done
 [ $built -eq 1 ] || echo "tools: up to date in bin/" >&2
-if [ -z "${1:-}" ]; then exec "$0" k8s; fi

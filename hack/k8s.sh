@@ -14,7 +14,7 @@
 #                         with etcd gone); unmount what the kubelet left
 # Called by hack/up.sh (after containerd.sh) and hack/down.sh (first), when
 # K8S=1. Everything lives under .cache/k8s; the node is named 127.0.0.1 and
-# every listener binds 127.0.0.1. Certificates and kubeconfigs: hack/k8spki.
+# every listener binds 127.0.0.1. Certificates and kubeconfigs: hack/pki k8s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -124,10 +124,10 @@ else
   apiport=$(port apiserver 6443)
 fi
 server=https://127.0.0.1:$apiport
-if [ ! -x bin/k8spki ] || [ -n "$(find hack/k8spki internal/atomicfile -newer bin/k8spki -name '*.go' | head -n1)" ]; then
-  go build -o bin/k8spki ./hack/k8spki
+if [ ! -x bin/pki ] || [ -n "$(find hack/pki internal/atomicfile -newer bin/pki -name '*.go' | head -n1)" ]; then
+  go build -o bin/pki ./hack/pki
 fi
-bin/k8spki "$pki" --server "$server" --node "$node"
+bin/pki k8s "$pki" --server "$server" --node "$node"
 admin=$pki/admin.kubeconfig
 curl_api() { curl -fsS --max-time 2 --cacert "$pki/ca.pem" --cert "$pki/admin.pem" --key "$pki/admin.key" "$server$1"; }
 

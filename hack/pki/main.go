@@ -8,7 +8,8 @@
 // basic-auth (user:password, for the wheel index). Existing files are kept
 // (the CA and the password stay stable across `make up` runs, so a running
 // buildkitd that trusts the CA keeps trusting it); a missing one is made.
-// Nothing secret is printed.
+// Nothing secret is printed. `pki k8s DIR ...` makes the local Kubernetes'
+// certificates instead (k8s.go).
 package main
 
 import (
@@ -42,6 +43,9 @@ func main() {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "k8s" {
+		return runK8s(args[1:]) // the local Kubernetes' PKI (k8s.go)
+	}
 	fs := flag.NewFlagSet("pki", flag.ContinueOnError)
 	user := fs.String("user", "imagectl-ci", "the login of the registry and the index")
 	if len(args) == 0 || len(args[0]) == 0 || args[0][0] == '-' {

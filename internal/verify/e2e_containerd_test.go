@@ -3,18 +3,13 @@ package verify
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
-	iruntime "imagectl/internal/runtime"
 	"imagectl/internal/testenv"
 )
 
@@ -36,30 +31,7 @@ func TestContainerdE2E(t *testing.T) {
 	if _, err := (NVML{}).Probe(context.Background()); !errors.Is(err, ErrNoGPU) {
 		t.Skipf("this test expects a machine without GPUs; NVML says %v", err)
 	}
-	rc := iruntime.Config{
-		MinShmBytes:     256 << 20,
-		TmpDir:          "/tmp/imagectl-tmp",
-		DriverFloor:     "525.60.13",
-		DriverPolicy:    "warn",
-		FingerprintPath: "/tmp/imagectl-fingerprint.json",
-	}
-	_, local, img := e2eImage(t, e, rc)
-	ref, err := name.NewDigest(fmt.Sprintf("%s/verify-e2e-ctr-%d/demo@%s", e.Registry, time.Now().UnixNano(), local.DigestStr()), name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatalf("pushing to the local registry: %v", err)
-	}
-	l := &lock.Lock{
-		SchemaVersion: lock.SchemaVersion,
-		Name:          "verify-e2e",
-		Core:          lock.Core{Python: "3.11", DriverFloor: "525.60.13"},
-		Runtime:       rc,
-	}
-	if _, err := lock.Marshal(l); err != nil {
-		t.Fatal(err)
-	}
+	ref, _, l := pushedDemo(t, e, "verify-e2e-ctr")
 	run := func(l *lock.Lock) (*Result, *Containerd, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -113,32 +114,10 @@ func leftovers(t *testing.T, cs kubernetes.Interface, ns string) []string {
 func TestKubernetesE2E(t *testing.T) {
 	cfg, cs, ns := kubeEnv(t)
 	e := testenv.Get(t)
-	rc := iruntime.Config{
-		MinShmBytes:     256 << 20,
-		TmpDir:          "/tmp/imagectl-tmp",
-		DriverFloor:     "525.60.13",
-		DriverPolicy:    "warn",
-		FingerprintPath: "/tmp/imagectl-fingerprint.json",
-	}
-	_, local, img := e2eImage(t, e, rc)
-	repo := fmt.Sprintf("%s/verify-e2e-k8s-%d/demo", e.Registry, time.Now().UnixNano())
-	ref, err := name.NewDigest(repo+"@"+local.DigestStr(), name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatalf("pushing to the local registry: %v", err)
-	}
-	cpu := &lock.Lock{
-		SchemaVersion: lock.SchemaVersion,
-		Name:          "verify-e2e-k8s",
-		Core:          lock.Core{Python: "3.11", DriverFloor: "525.60.13"},
-		Runtime:       rc,
-	}
+	ref, img, l := pushedDemo(t, e, "verify-e2e-k8s")
+	repo := ref.Context().String()
+	cpu := l
 	cpu.Verify.CPUOnly = true
-	if _, err := lock.Marshal(cpu); err != nil {
-		t.Fatal(err)
-	}
 	// Every run but the RBAC-limited one acts as the verifier the docs describe.
 	applyRBAC(t, cs, ns)
 	verifier := tokenConfig(t, cfg, cs, ns, "imagectl-verifier")
@@ -263,6 +242,38 @@ func TestKubernetesE2E(t *testing.T) {
 			t.Errorf("Run() returned after %v: the 5 s deadline plus clean-up should be well under that", d)
 		}
 	})
+}
+
+// pushedDemo builds the demo image (e2eImage: the init, a baked runtime
+// config, python3, no torch) and pushes it to a fresh repository of the
+// local registry; it returns the pushed digest, the image and its lock.
+func pushedDemo(t *testing.T, e testenv.Env, prefix string) (name.Digest, v1.Image, *lock.Lock) {
+	t.Helper()
+	rc := iruntime.Config{
+		MinShmBytes:     256 << 20,
+		TmpDir:          "/tmp/imagectl-tmp",
+		DriverFloor:     "525.60.13",
+		DriverPolicy:    "warn",
+		FingerprintPath: "/tmp/imagectl-fingerprint.json",
+	}
+	_, local, img := e2eImage(t, e, rc)
+	ref, err := name.NewDigest(fmt.Sprintf("%s/%s-%d/demo@%s", e.Registry, prefix, time.Now().UnixNano(), local.DigestStr()), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("pushing to the local registry: %v", err)
+	}
+	l := &lock.Lock{
+		SchemaVersion: lock.SchemaVersion,
+		Name:          prefix,
+		Core:          lock.Core{Python: "3.11", DriverFloor: "525.60.13"},
+		Runtime:       rc,
+	}
+	if _, err := lock.Marshal(l); err != nil {
+		t.Fatal(err)
+	}
+	return ref, img, l
 }
 
 // applyRBAC creates the objects of testdata/kubernetes-rbac.yaml (the

@@ -1,18 +1,20 @@
-// Command k8spki makes the certificates and kubeconfigs of the local
-// Kubernetes cluster hack/k8s.sh starts, in DIR:
-//
-//	k8spki DIR --server https://127.0.0.1:PORT --node NODE
-//
-// A CA (ca.pem, ca.key); the apiserver's serving certificate for the
-// loopback names and the first service IP (apiserver.pem/.key); the
-// kubelet's serving certificate (kubelet.pem/.key); client certificates
-// for admin (system:masters), the controller-manager, the scheduler, the
-// node (system:node:NODE in system:nodes) and the apiserver's calls to the
-// kubelet; the service-account signing key (sa.key, sa.pub); and one
-// kubeconfig per client (admin.kubeconfig, ...). Existing files are kept
-// while the CA stays, so a rerun converges; every file is written to a
-// temporary name and renamed. Nothing secret is printed.
 package main
+
+// pki k8s: the certificates and kubeconfigs of the local Kubernetes
+// cluster hack/k8s.sh starts, in DIR:
+//
+//	pki k8s DIR --server https://127.0.0.1:PORT --node NODE
+//
+// A CA (ca.pem, ca.key, as for the private services); the apiserver's
+// serving certificate for the loopback names and the first service IP
+// (apiserver.pem/.key); the kubelet's serving certificate
+// (kubelet.pem/.key); client certificates for admin (system:masters), the
+// controller-manager, the scheduler, the node (system:node:NODE in
+// system:nodes) and the apiserver's calls to the kubelet; the
+// service-account signing key (sa.key, sa.pub); and one kubeconfig per
+// client (admin.kubeconfig, ...). Existing files are kept while the CA
+// stays, so a rerun converges; every file is written to a temporary name
+// and renamed. Nothing secret is printed.
 
 import (
 	"crypto/ecdsa"
@@ -24,7 +26,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -33,24 +34,17 @@ import (
 	"imagectl/internal/atomicfile"
 )
 
-func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "k8spki:", err)
-		os.Exit(1)
-	}
-}
-
 type client struct {
 	file, cn string
 	orgs     []string
 }
 
-func run(args []string) error {
+func runK8s(args []string) error {
 	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
-		return errors.New("usage: k8spki DIR --server URL --node NAME")
+		return errors.New("usage: pki k8s DIR --server URL --node NAME")
 	}
 	dir := args[0]
-	fs := flag.NewFlagSet("k8spki", flag.ContinueOnError)
+	fs := flag.NewFlagSet("pki k8s", flag.ContinueOnError)
 	server := fs.String("server", "", "the apiserver's URL the kubeconfigs name")
 	node := fs.String("node", "", "the node's name")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -63,10 +57,12 @@ func run(args []string) error {
 		return err
 	}
 	p := func(n string) string { return filepath.Join(dir, n) }
-	ca, caKey, fresh, err := loadOrMakeCA(p("ca.pem"), p("ca.key"))
+	ca, caKey, err := loadOrMakeCA(p("ca.pem"), p("ca.key"))
 	if err != nil {
 		return err
 	}
+	// A new CA (first run, or the old one near its end) remakes every leaf.
+	fresh := newer(p("ca.pem"), p("admin.pem")) || !exists(p("admin.pem"))
 	servers := []struct {
 		file string
 		ips  []string
@@ -155,8 +151,6 @@ current-context: imagectl-local
 `, server, ca, cert, key)
 }
 
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }
-
 func leaf(cn string, orgs []string, usage x509.ExtKeyUsage) *x509.Certificate {
 	now := time.Now()
 	return &x509.Certificate{
@@ -167,58 +161,6 @@ func leaf(cn string, orgs []string, usage x509.ExtKeyUsage) *x509.Certificate {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 	}
-}
-
-// loadOrMakeCA returns the CA in certPath/keyPath, making it when either
-// is missing (fresh is then true: everything it signed is remade).
-func loadOrMakeCA(certPath, keyPath string) (*x509.Certificate, *ecdsa.PrivateKey, bool, error) {
-	cb, cerr := os.ReadFile(certPath)
-	kb, kerr := os.ReadFile(keyPath)
-	if cerr == nil && kerr == nil {
-		cblk, _ := pem.Decode(cb)
-		kblk, _ := pem.Decode(kb)
-		if cblk == nil || kblk == nil {
-			return nil, nil, false, fmt.Errorf("%s or %s is not PEM", certPath, keyPath)
-		}
-		cert, err := x509.ParseCertificate(cblk.Bytes)
-		if err != nil {
-			return nil, nil, false, fmt.Errorf("%s: %w", certPath, err)
-		}
-		key, err := x509.ParseECPrivateKey(kblk.Bytes)
-		if err != nil {
-			return nil, nil, false, fmt.Errorf("%s: %w", keyPath, err)
-		}
-		return cert, key, false, nil
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "imagectl local kubernetes CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	if err := writeKey(keyPath, key); err != nil {
-		return nil, nil, false, err
-	}
-	if err := atomicfile.Write(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		return nil, nil, false, err
-	}
-	return cert, key, true, nil
 }
 
 func issue(ca *x509.Certificate, caKey *ecdsa.PrivateKey, tmpl *x509.Certificate, certPath, keyPath string) error {
@@ -234,17 +176,4 @@ func issue(ca *x509.Certificate, caKey *ecdsa.PrivateKey, tmpl *x509.Certificate
 		return err
 	}
 	return atomicfile.Write(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
-}
-
-func writeKey(path string, key *ecdsa.PrivateKey) error {
-	b, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: b}), 0o600)
-}
-
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	return n
 }

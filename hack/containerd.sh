@@ -48,7 +48,7 @@ k8s_cri() {
   # shellcheck disable=SC1091
   . "$cache/env"
   local certs=$dir/certs.d
-  mkdir -p "$certs/$IMAGECTL_PRIVATE_REGISTRY" "$cache/k8s/cni/net.d"
+  mkdir -p "$certs/$IMAGECTL_PRIVATE_REGISTRY" "${K8S_DIR:-$cache/k8s}/cni/net.d"
   printf 'server = "https://%s"\n\n[host."https://%s"]\n  ca = "%s"\n' "$IMAGECTL_PRIVATE_REGISTRY" "$IMAGECTL_PRIVATE_REGISTRY" "$IMAGECTL_PRIVATE_CA" \
     > "$certs/$IMAGECTL_PRIVATE_REGISTRY/hosts.toml"
   cat >> "$1" <<TOML
@@ -71,7 +71,7 @@ k8s_cri() {
   enable_selinux = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ["/usr/lib/cni"]
-    conf_dir = "$cache/k8s/cni/net.d"
+    conf_dir = "${K8S_DIR:-$cache/k8s}/cni/net.d"
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]

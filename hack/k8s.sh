@@ -15,14 +15,31 @@
 # Called by hack/up.sh (after containerd.sh) and hack/down.sh (first), when
 # K8S=1. Everything lives under .cache/k8s; the node is named 127.0.0.1 and
 # every listener binds 127.0.0.1. Certificates and kubeconfigs: hack/pki k8s.
+#
+# Parameters (environment; the defaults are the CI cluster's), for running
+# the same cluster elsewhere, e.g. on a GPU host with a device plugin:
+#   KUBE_BIN=PATH           the multi-call kube binary (default bin/kube)
+#   K8S_DIR=DIR             state: etcd, kubelet root, pki, pids (default .cache/k8s)
+#   K8S_NODE=NAME           the node's name (default 127.0.0.1)
+#   K8S_NODE_IP=IP          the kubelet's --node-ip (default: none; the kubelet
+#                           takes the node name when it is an IP)
+#   K8S_KUBELET_ARGS="..."  extra kubelet flags, word-split, e.g.
+#                           "--feature-gates=... --v=4"
+#   K8S_KUBELET_CONFIG=FILE YAML appended to the KubeletConfiguration, e.g.
+#                           cdi/device-plugin settings (fields not already set)
+#   K8S_APISERVER_ARGS="..." extra kube-apiserver flags, word-split
+# The kubelet always serves device plugins at
+# /var/lib/kubelet/device-plugins/kubelet.sock (hardcoded in it): one
+# cluster per host, or run each in its own mount namespace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 cache=$root/.cache
-dir=$cache/k8s
+dir=${K8S_DIR:-$cache/k8s}
 pids=$dir/pids
-node=127.0.0.1
+node=${K8S_NODE:-127.0.0.1}
+kube=$(readlink -f "${KUBE_BIN:-bin/kube}")
 order=(etcd apiserver controller-manager scheduler kubelet)
 
 alive() {
@@ -75,7 +92,7 @@ down)
 *) echo "usage: hack/k8s.sh [status|down]" >&2; exit 2 ;;
 esac
 
-[ -x bin/kube ] || { echo "k8s: bin/kube is missing: run hack/tools.sh k8s" >&2; exit 1; }
+[ -x "$kube" ] || { echo "k8s: $kube is missing: run hack/tools.sh k8s (or set KUBE_BIN)" >&2; exit 1; }
 [ -x /usr/lib/cni/bridge ] || { echo "k8s: /usr/lib/cni/bridge is missing: run make deps" >&2; exit 1; }
 [ -f "$cache/env" ] || { echo "k8s: no .cache/env: run hack/up.sh" >&2; exit 1; }
 # shellcheck disable=SC1091
@@ -98,8 +115,8 @@ port() {
 start() {
   local name=$1
   shift
-  setsid bin/kube "$name" "$@" >> "$cache/logs/k8s-$name.log" 2>&1 < /dev/null &
-  echo "$! $(readlink -f bin/kube)" > "$pids/$name.pid"
+  setsid "$kube" "$name" "$@" >> "$cache/logs/k8s-$name.log" 2>&1 < /dev/null &
+  echo "$! $kube" > "$pids/$name.pid"
 }
 
 # wait_for NAME SECONDS COMMAND...: until COMMAND succeeds, or fail with the log.
@@ -166,7 +183,7 @@ if ! alive apiserver; then
     --kubelet-certificate-authority "$pki/ca.pem" --kubelet-preferred-address-types InternalIP \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/24 \
-    --enable-priority-and-fairness=false --profiling=false --v=1
+    --enable-priority-and-fairness=false --profiling=false --v=1 ${K8S_APISERVER_ARGS:-}
 fi
 wait_for apiserver 90 curl_api /readyz
 
@@ -249,8 +266,12 @@ evictionHard: {memory.available: 50Mi, nodefs.available: 1Gi, imagefs.available:
 nodeStatusReportFrequency: 10s
 podLogsDir: $dir/pod-logs
 YAML
+  if [ -n "${K8S_KUBELET_CONFIG:-}" ]; then
+    cat "$K8S_KUBELET_CONFIG" >> "$dir/kubelet.yaml" || { echo "k8s: K8S_KUBELET_CONFIG=$K8S_KUBELET_CONFIG cannot be read" >&2; exit 1; }
+  fi
+  # shellcheck disable=SC2086
   start kubelet --config "$dir/kubelet.yaml" --kubeconfig "$pki/kubelet.kubeconfig" \
-    --hostname-override "$node" --root-dir "$dir/kubelet" --v=1
+    --hostname-override "$node" ${K8S_NODE_IP:+--node-ip "$K8S_NODE_IP"} --root-dir "$dir/kubelet" --v=1 ${K8S_KUBELET_ARGS:-}
 fi
 node_ready() {
   curl_api "/api/v1/nodes/$node" | grep -q '"type": *"Ready", *"status": *"True"' ||

@@ -78,6 +78,20 @@ status)
   ;;
 down)
   for ((i = ${#order[@]} - 1; i >= 0; i--)); do stop "${order[$i]}"; done
+  # Pods the kubelet had no time to tear down keep running under their
+  # shims (containerd's k8s.io namespace on this checkout's socket) even
+  # after containerd stops: end each such shim's processes, then the shim.
+  sock=$( { grep -o "^export CONTAINERD_ADDRESS=.*" "$cache/env" 2>/dev/null || true; } | cut -d= -f2- | tr -d "'\"")
+  if [ -n "$sock" ]; then
+    for p in /proc/[0-9]*; do
+      args=$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null) || continue
+      case "$args" in *containerd-shim-runc-v2\ -namespace\ k8s.io\ *-address\ "$sock"*) ;; *) continue ;; esac
+      shim=${p#/proc/}
+      for c in $(cat /proc/"$shim"/task/*/children 2>/dev/null); do kill -KILL "$c" 2>/dev/null || true; done
+      kill -TERM "$shim" 2>/dev/null || true
+      echo "down: stopped a k8s pod's shim (pid $shim)" >&2
+    done
+  fi
   # The kubelet's volume mounts of pods it had no time to tear down.
   if command -v findmnt >/dev/null; then
     findmnt -rn -o TARGET | awk -v d="$dir/" 'index($0, d) == 1' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done

@@ -84,8 +84,10 @@ down)
   sock=$( { grep -o "^export CONTAINERD_ADDRESS=.*" "$cache/env" 2>/dev/null || true; } | cut -d= -f2- | tr -d "'\"")
   if [ -n "$sock" ]; then
     for p in /proc/[0-9]*; do
-      args=$(tr '\0' ' ' < "$p/cmdline" 2>/dev/null) || continue
-      case "$args" in *containerd-shim-runc-v2\ -namespace\ k8s.io\ *-address\ "$sock"*) ;; *) continue ;; esac
+      args=$( { tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null) || continue
+      case "${args%% *}" in *containerd-shim-runc-v2) ;; *) continue ;; esac
+      case "$args " in *" -namespace k8s.io "*) ;; *) continue ;; esac
+      case "$args " in *" -address $sock "*) ;; *) continue ;; esac
       shim=${p#/proc/}
       for c in $(cat /proc/"$shim"/task/*/children 2>/dev/null); do kill -KILL "$c" 2>/dev/null || true; done
       kill -TERM "$shim" 2>/dev/null || true

@@ -30,6 +30,7 @@ func TestRequireContainerRuntime(t *testing.T) {
 	job := f.push(3)
 	f.sign(job, f.signer)
 	f.attestLock(job, f.lock, f.signer)
+	f.attestBuild(job, f.signer)
 	kr := f.passing(job)
 	kr.Runtime, kr.Proof = verify.RuntimeKubernetes, verify.ProofRuntime
 	kr.Pod = &verify.PodRun{Namespace: "gpu", Job: "imagectl-verify-x", Name: "imagectl-verify-x-abcde", UID: "u-1", Node: "h200-1", ImageID: job.String()}
@@ -38,6 +39,7 @@ func TestRequireContainerRuntime(t *testing.T) {
 	logged := f.push(4)
 	f.sign(logged, f.signer)
 	f.attestLock(logged, f.lock, f.signer)
+	f.attestBuild(logged, f.signer)
 	lr := f.passing(logged)
 	lr.Runtime = verify.RuntimeKubernetes
 	f.attestVerification(logged, lr, f.ver)

@@ -27,8 +27,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"time"
 
 	"imagectl/internal/atomicfile"
@@ -53,11 +51,7 @@ func runK8s(args []string) error {
 	if *server == "" || *node == "" {
 		return errors.New("--server and --node are required")
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	p := func(n string) string { return filepath.Join(dir, n) }
-	ca, caKey, err := loadOrMakeCA(p("ca.pem"), p("ca.key"))
+	p, ca, caKey, err := openCA(dir)
 	if err != nil {
 		return err
 	}

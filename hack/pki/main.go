@@ -55,11 +55,7 @@ func run(args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	p := func(n string) string { return filepath.Join(dir, n) }
-	ca, caKey, err := loadOrMakeCA(p("ca.pem"), p("ca.key"))
+	p, ca, caKey, err := openCA(dir)
 	if err != nil {
 		return err
 	}
@@ -122,6 +118,17 @@ func checkHtpasswd(path, user string, pw []byte) bool {
 		}
 	}
 	return u == user && bcrypt.CompareHashAndPassword([]byte(h), pw) == nil
+}
+
+// openCA makes dir and loads its CA (ca.pem, ca.key), making one the first
+// time; p names a file in dir.
+func openCA(dir string) (p func(string) string, ca *x509.Certificate, caKey *ecdsa.PrivateKey, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, nil, err
+	}
+	p = func(n string) string { return filepath.Join(dir, n) }
+	ca, caKey, err = loadOrMakeCA(p("ca.pem"), p("ca.key"))
+	return p, ca, caKey, err
 }
 
 func loadOrMakeCA(certPath, keyPath string) (*x509.Certificate, *ecdsa.PrivateKey, error) {

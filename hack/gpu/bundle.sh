@@ -25,14 +25,4 @@ for t in buildkitd containerd containerd-shim-runc-v2 nvidia-ctk nvidia-cdi-hook
   strip -o "$stage/$t" "bin/$t"
 done
 cp "$(command -v runc)" "$stage/runc"
-mkdir -p "$dest"
-# Only what changed is compressed again (xz of everything takes minutes).
-for f in "$stage"/*; do
-  b=$(basename "$f")
-  if [ -f "$dest/$b.xz" ] && [ -f "$dest/$b.sha256" ] && [ "$(sha256sum < "$f")" = "$(cat "$dest/$b.sha256")" ]; then
-    continue
-  fi
-  xz -T0 -6 -c "$f" > "$dest/$b.xz"
-  sha256sum < "$f" > "$dest/$b.sha256"
-done
-du -cb "$dest"/*.xz | tail -n1 | awk '{printf "bundle: %.1f MiB in '"$dest"'\n", $1 / 1048576}' >&2
+hack/gpu/pack.sh "$stage" "$dest"

@@ -2,9 +2,10 @@
 """The few curl options hack/k8s.sh and hack/gpu/k8s-e2e.sh use, for a
 machine without curl (the GPU machine's Ubuntu may lack it):
 
-    curl.py [-f] [-s] [-S] [-fsS] [--max-time S] [--cacert F] [--cert F] [--key F] URL
+    curl.py [-fsS] [--max-time S] [--cacert F] [--cert F] [--key F]
+            [-X METHOD] [-H 'Name: value']... [--data-binary @FILE] URL
 
-GET only; the body goes to stdout. Exit 22 on an HTTP status >= 400 with -f
+The response body goes to stdout. Exit 22 on an HTTP status >= 400 with -f
 (curl's code), 28 on a timeout, 7 when the connection fails.
 """
 import socket
@@ -15,7 +16,9 @@ import urllib.request
 
 
 def main(argv):
-    opts = {"max-time": None, "cacert": None, "cert": None, "key": None}
+    opts = {"max-time": None, "cacert": None, "cert": None, "key": None, "data-binary": None}
+    method = None
+    headers = {}
     fail = quiet = show = False
     url = None
     i = 0
@@ -26,6 +29,17 @@ def main(argv):
                 print("curl.py: %s needs a value" % a, file=sys.stderr)
                 return 2
             opts[a[2:]] = argv[i + 1]
+            i += 2
+            continue
+        if a in ("-X", "-H"):
+            if i + 1 >= len(argv):
+                print("curl.py: %s needs a value" % a, file=sys.stderr)
+                return 2
+            if a == "-X":
+                method = argv[i + 1]
+            else:
+                k, _, v = argv[i + 1].partition(":")
+                headers[k.strip()] = v.strip()
             i += 2
             continue
         if a.startswith("-") and not a.startswith("--") and len(a) > 1 and set(a[1:]) <= set("fsS"):
@@ -48,8 +62,17 @@ def main(argv):
         if opts["cert"]:
             ctx.load_cert_chain(opts["cert"], opts["key"])
     timeout = float(opts["max-time"]) if opts["max-time"] else None
+    data = None
+    if opts["data-binary"] is not None:
+        d = opts["data-binary"]
+        if d.startswith("@"):
+            with open(d[1:], "rb") as f:
+                data = f.read()
+        else:
+            data = d.encode()
+    req = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
-        with urllib.request.urlopen(url, timeout=timeout, context=ctx) as r:
+        with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
             sys.stdout.buffer.write(r.read())
     except urllib.error.HTTPError as e:
         if not fail:

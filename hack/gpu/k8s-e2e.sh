@@ -18,7 +18,8 @@
 #            containerd (hack/containerd.sh) runs with the CRI plugin on
 #   cluster  hack/k8s.sh: etcd, apiserver, controller-manager, scheduler and
 #            the kubelet (bin/kube) on that containerd; the pause image is
-#            pushed here first (no Go toolchain on the GPU machine)
+#            pushed here first (no Go toolchain on the GPU machine); the
+#            Job's storage claim, bound to a hostPath volume in /tmp/g
 #   plugin   NVIDIA's device plugin (bin/nvidia-device-plugin, CDI mode:
 #            --device-list-strategy $DP_STRATEGY, default cdi-cri; it writes
 #            its own CDI spec to /var/run/cdi, which containerd's CRI reads),
@@ -29,6 +30,8 @@
 #            same image, unsigned; promote --require-container-runtime, which
 #            must accept the Job's (kubelet imageID) proof; a table of times
 #   down     the device plugin, then hack/k8s.sh down
+# CURL_SHIM=1 uses hack/gpu/curl.py even where curl exists (the rehearsal,
+# hack/gpu/k8s-rehearse.sh, tests it that way).
 #
 # Writes $OUT/k8s-e2e-<phases>.log (everything printed) and, after verify,
 # $OUT/k8s-verify.tar.gz (results, stderr, component logs, the CDI spec).
@@ -77,6 +80,10 @@ phase_unpack() {
         cni-*) dst=/usr/lib/cni/${n#cni-} ;;
         *) dst=$B/$n ;;
       esac
+      if [ -f "$dst" ] && [ "$(sha256sum < "$dst")" = "$(cat "${f%.xz}.sha256")" ]; then
+        printf '%-28s %10d bytes, unchanged: %s\n' "$n" "$(stat -c %s "$dst")" "$dst"
+        continue
+      fi
       xz -dc "$f" > "$dst.tmp" || die "xz -d $f"
       [ "$(sha256sum < "$dst.tmp")" = "$(cat "${f%.xz}.sha256")" ] || die "$f: sha256 differs from ${f%.xz}.sha256 (a part from another bundle?)"
       chmod +x "$dst.tmp" && mv "$dst.tmp" "$dst"
@@ -103,10 +110,20 @@ phase_e2e() { # setup|build: hack/gpu/e2e.sh's phase of that name
   bash "$here/e2e.sh" "$1" || die "e2e.sh $1"
 }
 
-# curl_api PATH: GET from the apiserver as the cluster's admin.
+# curl_api PATH [CURL ARGS]: a call to the apiserver as the cluster's admin.
 curl_api() {
-  local pki=.cache/k8s/pki
-  curl -fsS --max-time 5 --cacert $pki/ca.pem --cert $pki/admin.pem --key $pki/admin.key "https://127.0.0.1:$(cat .cache/k8s/apiserver.port)$1"
+  local pki=.cache/k8s/pki p=$1
+  shift
+  curl -fsS --max-time 5 --cacert $pki/ca.pem --cert $pki/admin.pem --key $pki/admin.key "$@" "https://127.0.0.1:$(cat .cache/k8s/apiserver.port)$p"
+}
+# create PATH JSON: POST an object unless it exists (409 is no error here).
+create() {
+  local f=$G/create.json out
+  printf '%s' "$2" > "$f"
+  out=$(curl_api "$1" -X POST -H 'Content-Type: application/json' --data-binary "@$f" 2>&1) && return 0
+  case $out in *409*) return 0 ;; esac
+  echo "$out"
+  return 1
 }
 
 phase_cluster() {
@@ -115,12 +132,6 @@ phase_cluster() {
   local t
   for t in kube pki pause crane containerd; do [ -x "$B/$t" ] || die "bin/$t is missing: not in the carried parts"; done
   for t in bridge host-local loopback; do [ -x /usr/lib/cni/$t ] || die "/usr/lib/cni/$t is missing: not in the carried parts"; done
-  if ! command -v curl >/dev/null; then
-    # hack/k8s.sh waits with curl, which this machine may lack.
-    mkdir -p "$G/shim" && printf '#!/bin/sh\nexec %s %s "$@"\n' "$PY" "$here/curl.py" > "$G/shim/curl" && chmod +x "$G/shim/curl"
-    export PATH=$G/shim:$PATH
-    echo "no curl here: using hack/gpu/curl.py"
-  fi
   # hack/k8s.sh rebuilds bin/pki and bin/pause with go when their sources
   # are newer; there is no go here: the carried ones are current.
   touch "$B/pki" "$B/pause"
@@ -135,6 +146,23 @@ phase_cluster() {
       crane mutate --insecure --set-platform "linux/$arch" --entrypoint /pause -t "$pause" "$pause" || die "pushing the pause image $pause"
   fi
   timed cluster-up hack/k8s.sh || { tail -n 30 .cache/logs/containerd.log; die "hack/k8s.sh"; }
+  # The verify Job's storage (the lock's runtime.storage: /storage, which
+  # the init waits for as a mount holding .ready): a claim bound to a
+  # hostPath volume, as a node-local cache disk would be.
+  mkdir -p $G/k8s-storage && touch $G/k8s-storage/.ready
+  create /api/v1/persistentvolumes '{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"imagectl-verify-storage"},
+    "spec":{"capacity":{"storage":"100Gi"},"accessModes":["ReadWriteOnce"],"persistentVolumeReclaimPolicy":"Retain","storageClassName":"",
+    "claimRef":{"namespace":"default","name":"imagectl-verify-storage"},"hostPath":{"path":"'$G/k8s-storage'","type":"Directory"}}}' || die "creating the storage PersistentVolume"
+  create /api/v1/namespaces/default/persistentvolumeclaims '{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"imagectl-verify-storage","namespace":"default"},
+    "spec":{"accessModes":["ReadWriteOnce"],"storageClassName":"","volumeName":"imagectl-verify-storage","resources":{"requests":{"storage":"100Gi"}}}}' || die "creating the storage PersistentVolumeClaim"
+  local i phase=
+  for ((i = 0; i < 300; i++)); do
+    phase=$(curl_api /api/v1/namespaces/default/persistentvolumeclaims/imagectl-verify-storage 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["status"].get("phase", ""))' 2>/dev/null)
+    [ "$phase" = Bound ] && break
+    sleep 0.1
+  done
+  [ "$phase" = Bound ] || die "the storage claim is ${phase:-unknown}, not Bound, after 30 s (controller-manager log: .cache/logs/k8s-controller-manager.log)"
+  echo "storage: claim imagectl-verify-storage Bound to hostPath $G/k8s-storage"
   curl_api "/api/v1/nodes/127.0.0.1" | "$PY" -c '
 import json, sys
 n = json.load(sys.stdin)
@@ -183,7 +211,7 @@ verify_rt() {
   shift 3
   local extra=()
   case $rt in
-    kubernetes) extra=(--kubeconfig "$repo/.cache/k8s/pki/admin.kubeconfig" --namespace default) ;;
+    kubernetes) extra=(--kubeconfig "$repo/.cache/k8s/pki/admin.kubeconfig" --namespace default --storage-claim imagectl-verify-storage) ;;
     containerd) extra=(--storage "$G/storage") ;;
   esac
   timed "verify-$tag" imagectl verify "$REF" --lock "$lock" --runtime "$rt" "${extra[@]}" -o json "$@" \
@@ -252,6 +280,12 @@ phase_down() {
   [ -f hack/k8s.sh ] && hack/k8s.sh down
 }
 
+if ! command -v curl >/dev/null || [ -n "${CURL_SHIM:-}" ]; then
+  # hack/k8s.sh and curl_api call curl, which this machine may lack.
+  mkdir -p "$G/shim" && printf '#!/bin/sh\nexec %s %s "$@"\n' "$PY" "$here/curl.py" > "$G/shim/curl" && chmod +x "$G/shim/curl"
+  export PATH=$G/shim:$PATH
+  echo "curl: hack/gpu/curl.py"
+fi
 for p in "$@"; do
   case $p in
     unpack) phase_unpack ;;

@@ -2,7 +2,8 @@
 # Issue 24's GPU node: the torch image verified through a real Kubernetes Job
 # on the H200 (device kind nvidia-h200), driven by imagectl. Run from the
 # repository root on the device machine, in calls of at most 600 s each,
-# carrying the parts hack/gpu/k8s-bundle.sh wrote (it prints the exact calls):
+# carrying the parts hack/gpu/k8s-bundle.sh wrote (it prints the exact calls),
+# e.g. with two parts:
 #
 #   K8S=1 QUICK=1 bash hack/gpu/k8s-e2e.sh unpack setup build   # carry .gpu/k8s1
 #   K8S=1 bash hack/gpu/k8s-e2e.sh unpack cluster plugin verify # carry .gpu/k8s2
@@ -68,6 +69,7 @@ timed() {
 
 phase_unpack() {
   step "unpack the carried parts into bin/ and /usr/lib/cni"
+  # Each call carries one part; those of earlier calls may still be here.
   local d f n dst found=0
   mkdir -p "$B" /usr/lib/cni
   for d in .gpu/k8s*/; do

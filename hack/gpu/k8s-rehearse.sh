@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Rehearses hack/gpu/k8s-e2e.sh's GPU-less part on the Go machine, so that
 # device minutes are not spent on typos: in a fresh directory holding only
-# the tree (`git archive HEAD`) and the carried parts (.gpu/k8s1, .gpu/k8s2
-# from hack/gpu/k8s-bundle.sh), in a mount namespace of its own (a private
+# the tree (`git archive HEAD`) and the carried parts (.gpu/k8s1, .gpu/k8s2,
+# ... from hack/gpu/k8s-bundle.sh), in a mount namespace of its own (a private
 # /var/lib/kubelet, whose device-plugins socket path the kubelet hardcodes,
 # and an empty /usr/lib/cni that only the unpacked plugins fill):
 #   unpack    -> bin/ and /usr/lib/cni from the parts, sha256 checked
@@ -20,10 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=$PWD
 top=${1:-/tmp/gpu-rehearse}
-[ -d .gpu/k8s1 ] && [ -d .gpu/k8s2 ] || { echo "rehearse: .gpu/k8s1 and .gpu/k8s2 are missing: run hack/gpu/k8s-bundle.sh" >&2; exit 1; }
+[ -d .gpu/k8s1 ] || { echo "rehearse: .gpu/k8s1 is missing: run hack/gpu/k8s-bundle.sh" >&2; exit 1; }
 rm -rf "$top" && mkdir -p "$top/repo" "$top/varlib-kubelet" "$top/cni" "$top/out"
 git archive HEAD | tar -C "$top/repo" -xf -
-mkdir -p "$top/repo/.gpu" && cp -r .gpu/k8s1 .gpu/k8s2 "$top/repo/.gpu/"
+mkdir -p "$top/repo/.gpu" && cp -r .gpu/k8s[0-9]* "$top/repo/.gpu/"
 echo "rehearse: fresh tree $(git rev-parse --short HEAD) in $top/repo" >&2
 # The inner script is a file: a child reading stdin must not eat it.
 cat > "$top/inner.sh" <<'INNER'

@@ -35,18 +35,7 @@ export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} TORCH_SYMM_MEM_DISABLE_MULTICAST=
 export BUILDKIT_HOST=unix://$G/buildkitd.sock IMAGECTL_SIGNING_PASSWORD=gpu-run
 mkdir -p "$OUT" "$G"
 exec > >(tee -a "$OUT/e2e-$(echo "$*" | tr ' ' '-').log") 2>&1
-step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
-# timed NAME CMD...: run, print rc and wall seconds, keep them in $W/times.tsv
-timed() {
-  local n=$1 t0 rc ms
-  shift
-  t0=$(date +%s%N)
-  "$@"
-  rc=$?
-  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  printf '%s\t%s\t%d.%03d\n' "$n" "$rc" $((ms / 1000)) $((ms % 1000)) | tee -a "$G/times.tsv" >&2
-  return $rc
-}
+. "$here/lib.sh" # step, timed (into $G/times.tsv), show_result
 # ref_of BUILD.json: the pushed repo@sha256 (and the size, layers on stderr).
 ref_of() { "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["ref"]); print("size %d bytes, %d layers" % (r["size"], len(r.get("layers") or [])), file=sys.stderr)' "$1"; }
 save() { tar -C "$W" -czf "$OUT/$1.tar.gz" . 2>/dev/null; }
@@ -169,16 +158,7 @@ verify_ctr() {
     > "$W/verify-$tag.json" 2> "$W/verify-$tag.stderr"
   local rc=$?
   grep -E 'runtime|pulled|probe container|signed|not signing|verification' "$W/verify-$tag.stderr" | cut -c1-400
-  "$PY" - "$W/verify-$tag.json" <<'PYEOF'
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("no result:", e); sys.exit(0)
-print("passed=%s duration=%s runtime=%s proof=%s gpus=%d" % (r["passed"], r["duration"], r["runtime"], r.get("proof"), len(r["host"].get("gpus") or [])))
-for c in r["checks"]:
-    print("  %-24s %-4s %-28s %6.2fs %s" % (c["name"], c["status"], c.get("value", "")[:28], c["seconds"], c.get("detail", "")[:240]))
-PYEOF
+  show_result "$W/verify-$tag.json"
   return $rc
 }
 

@@ -53,19 +53,9 @@ export K8S=${K8S:-1}
 export PATH=$B:$PATH PYTHONUNBUFFERED=1 IMAGECTL_SIGNING_PASSWORD=gpu-run
 mkdir -p "$OUT" "$G"
 exec > >(tee -a "$OUT/k8s-e2e-$(echo "$*" | tr ' ' '-').log") 2>&1
-step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
+. "$here/lib.sh" # step, timed, show_result
+TIMES=$G/k8s-times.tsv
 die() { echo "FAILED: $*"; exit 1; }
-# timed NAME CMD...: run, print rc and wall seconds, keep them in $G/k8s-times.tsv
-timed() {
-  local n=$1 t0 rc ms
-  shift
-  t0=$(date +%s%N)
-  "$@"
-  rc=$?
-  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  printf '%s\t%s\t%d.%03d\n' "$n" "$rc" $((ms / 1000)) $((ms % 1000)) | tee -a "$G/k8s-times.tsv" >&2
-  return $rc
-}
 
 phase_unpack() {
   step "unpack the carried parts into bin/ and /usr/lib/cni"
@@ -220,16 +210,7 @@ verify_rt() {
     > "$W/verify-$tag.json" 2> "$W/verify-$tag.stderr"
   rc=$?
   grep -E 'runtime|pulled|pod|job|Job|node|imageID|probe container|signed|not signing|verification|error' "$W/verify-$tag.stderr" | cut -c1-400 | tail -n 25
-  "$PY" - "$W/verify-$tag.json" <<'PYEOF'
-import json, sys
-try:
-    r = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("no result:", e); sys.exit(0)
-print("passed=%s duration=%s runtime=%s proof=%s gpus=%d" % (r["passed"], r["duration"], r["runtime"], json.dumps(r.get("proof")), len(r["host"].get("gpus") or [])))
-for c in r["checks"]:
-    print("  %-24s %-4s %-28s %6.2fs %s" % (c["name"], c["status"], c.get("value", "")[:28], c["seconds"], c.get("detail", "")[:240]))
-PYEOF
+  show_result "$W/verify-$tag.json"
   return $rc
 }
 

@@ -71,12 +71,12 @@ call=0
 for ((i = 1; i <= part; i++)); do
   phases=unpack env="K8S=1"
   [ $i = "$e2e_part" ] && phases+=" setup build" env+=" QUICK=1"
-  if [ $i = "$part" ] && [ "$part" != "$e2e_part" ]; then phases+=" cluster plugin verify"; fi
+  if [ $i = "$part" ] && [ "$part" != "$e2e_part" ]; then phases+=" cluster plugin verify compare"; fi
   call=$((call + 1))
   echo "$call. carry [\".gpu/k8s$i\"]: $env bash hack/gpu/k8s-e2e.sh $phases"
 done
 if [ "$part" = "$e2e_part" ]; then
   call=$((call + 1))
-  echo "$call. carry []: K8S=1 bash hack/gpu/k8s-e2e.sh cluster plugin verify"
+  echo "$call. carry []: K8S=1 bash hack/gpu/k8s-e2e.sh cluster plugin verify compare"
 fi
 echo "If a call stops at a phase, repeat from that phase (carry []), e.g. K8S=1 bash hack/gpu/k8s-e2e.sh plugin verify"

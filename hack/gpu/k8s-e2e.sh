@@ -6,7 +6,7 @@
 # e.g. with two parts:
 #
 #   K8S=1 QUICK=1 bash hack/gpu/k8s-e2e.sh unpack setup build   # carry .gpu/k8s1
-#   K8S=1 bash hack/gpu/k8s-e2e.sh unpack cluster plugin verify # carry .gpu/k8s2
+#   K8S=1 bash hack/gpu/k8s-e2e.sh unpack cluster plugin verify compare # carry .gpu/k8s2
 #
 # Phases (each prints `=== phase` and stops the run at its first failure,
 # with the log lines that explain it):
@@ -27,15 +27,19 @@
 #            then waits until the node advertises nvidia.com/gpu
 #   verify   imagectl verify REF --runtime kubernetes: cold (first pull by
 #            the kubelet) and signed, then warm; the NCCL-drift lock through
-#            the Job (want exit 4); the containerd runtime cold and warm on the
-#            same image, unsigned; promote --require-container-runtime, which
-#            must accept the Job's (kubelet imageID) proof; a table of times
+#            the Job (want exit 4); promote --require-container-runtime,
+#            which must accept the Job's (kubelet imageID) proof
+#   compare  the containerd runtime cold and warm on the same image,
+#            unsigned; the table of times
 #   down     the device plugin, then hack/k8s.sh down
 # CURL_SHIM=1 uses hack/gpu/curl.py even where curl exists (the rehearsal,
 # hack/gpu/k8s-rehearse.sh, tests it that way).
 #
-# Writes $OUT/k8s-e2e-<phases>.log (everything printed) and, after verify,
-# $OUT/k8s-verify.tar.gz (results, stderr, component logs, the CDI spec).
+# Writes $OUT/k8s-e2e-<phases>.log (everything printed) and, once a cluster
+# exists, $OUT/k8s-verify.tar.gz (results, stderr, times, component logs,
+# the CDI specs), also when a phase fails. Each imagectl verify is bounded
+# (VERIFY_LIMIT, 150 s; 200 s the cold one) so that the call keeps time for
+# its logs.
 # State lives in /tmp/g (shared with e2e.sh: its build's ref and lock) and
 # the repository's .cache, so a later call finds it while the machine is warm.
 set -u
@@ -206,7 +210,10 @@ verify_rt() {
     kubernetes) extra=(--kubeconfig "$repo/.cache/k8s/pki/admin.kubeconfig" --namespace default --storage-claim imagectl-verify-storage) ;;
     containerd) extra=(--storage "$G/storage") ;;
   esac
-  timed "verify-$tag" imagectl verify "$REF" --lock "$lock" --runtime "$rt" "${extra[@]}" -o json "$@" \
+  # A bound below the lock's verify.timeout (10m), so that a stuck Job
+  # (Pending, a pull that hangs) leaves time in the 600 s call for the logs;
+  # SIGINT is imagectl's Ctrl-C: it deletes what it created.
+  timed "verify-$tag" timeout -s INT -k 30 "${VERIFY_LIMIT:-150}" imagectl verify "$REF" --lock "$lock" --runtime "$rt" "${extra[@]}" -o json "$@" \
     > "$W/verify-$tag.json" 2> "$W/verify-$tag.stderr"
   rc=$?
   grep -E 'runtime|pulled|pod|job|Job|node|imageID|probe container|signed|not signing|verification|error' "$W/verify-$tag.stderr" | cut -c1-400 | tail -n 25
@@ -219,25 +226,27 @@ phase_verify() {
   LOCK=$G/images/$NAME/lock.json
   [ -f "$LOCK" ] && [ -f $G/run/build/build-zstd.ref ] || die "no build: run the setup and build phases first (same warm machine)"
   REF=$(cat $G/run/build/build-zstd.ref)
-  mkdir -p $G/storage && touch $G/storage/.ready
   local rc
 
   step "kubernetes, cold (the kubelet pulls the image), signed with the verifier key"
-  verify_rt k8s-cold kubernetes "$LOCK" --sign --key $G/keys/verifier/cosign.key; rc=$?
+  VERIFY_LIMIT=200 verify_rt k8s-cold kubernetes "$LOCK" --sign --key $G/keys/verifier/cosign.key; rc=$?
   echo "k8s cold: rc=$rc (want 0)"
-  [ $rc = 0 ] || { curl_api "/api/v1/namespaces/default/events" | tail -c 4000; tail -n 30 .cache/logs/k8s-kubelet.log; die "the Kubernetes verify failed (rc=$rc)"; }
+  if [ $rc != 0 ]; then
+    curl_api "/api/v1/namespaces/default/events" | "$PY" -c '
+import json, sys
+for e in json.load(sys.stdin)["items"][-25:]:
+    print(e.get("lastTimestamp"), e["involvedObject"]["kind"], e["involvedObject"]["name"], e["reason"], e["message"][:300])'
+    tail -n 30 .cache/logs/k8s-kubelet.log
+    die "the Kubernetes verify failed (rc=$rc)"
+  fi
 
   step "kubernetes, warm (image already on the node)"
-  verify_rt k8s-warm kubernetes "$LOCK"; echo "k8s warm: rc=$?"
+  verify_rt k8s-warm kubernetes "$LOCK"; echo "k8s warm: rc=$? (want 0)"
 
   step "negative through the Job: the same image against a lock whose NCCL differs (want exit 4, both versions named)"
   gputool drift "$LOCK" "$W/drift" || die "gputool drift"
   verify_rt k8s-drift-nccl kubernetes "$W/drift/nccl.lock.json"; rc=$?
   echo "k8s drift nccl: rc=$rc (want 4)"
-
-  step "containerd runtime on the same image, cold (unpacked into its own namespace) then warm, unsigned"
-  verify_rt ctr-cold containerd "$LOCK"; echo "containerd cold: rc=$?"
-  verify_rt ctr-warm containerd "$LOCK"; echo "containerd warm: rc=$?"
 
   step "promote --require-container-runtime: the gate must accept the Job's proof (the only signed verification)"
   local rel=$G/images/$NAME/releases.json
@@ -246,13 +255,29 @@ phase_verify() {
   timed promote imagectl promote "$rel" --confirm --key $G/keys/signer/cosign.pub --verifier-key $G/keys/verifier/cosign.pub \
     --require-container-runtime > "$W/promote.txt" 2>&1
   echo "promote: rc=$? (want 0)"; cat "$W/promote.txt"
+}
 
+# phase_compare: the containerd runtime on the same image, for the times.
+phase_compare() {
+  W=$G/run/k8s; mkdir -p "$W"
+  LOCK=$G/images/$NAME/lock.json
+  REF=$(cat $G/run/build/build-zstd.ref 2>/dev/null) || die "no build: run the setup and build phases first (same warm machine)"
+  mkdir -p $G/storage && touch $G/storage/.ready
+  step "containerd runtime on the same image, cold (unpacked into its own namespace; the layers the kubelet fetched are shared) then warm, unsigned"
+  verify_rt ctr-cold containerd "$LOCK"; echo "containerd cold: rc=$? (want 0)"
+  verify_rt ctr-warm containerd "$LOCK"; echo "containerd warm: rc=$? (want 0)"
   step "times (seconds from imagectl verify to its result)"
-  column -t "$G/k8s-times.tsv" 2>/dev/null || cat "$G/k8s-times.tsv"
-  cp "$G/k8s-times.tsv" "$W/"
-  cp "$G/device-plugin.log" /var/run/cdi/*.json /etc/cdi/nvidia.yaml .cache/containerd/config.toml .cache/k8s/kubelet.yaml "$W/" 2>/dev/null
-  mkdir -p "$W/logs" && for f in .cache/logs/k8s-*.log .cache/logs/containerd.log; do tail -n 400 "$f" > "$W/logs/$(basename "$f")"; done
-  tar -C "$W" -czf "$OUT/k8s-verify.tar.gz" .
+  column -t "$TIMES" 2>/dev/null || cat "$TIMES"
+}
+
+# save: what the cluster phases leave, into $OUT/k8s-verify.tar.gz (on
+# every exit, a failed one included).
+save() {
+  [ -d .cache/k8s ] || return 0
+  W=$G/run/k8s; mkdir -p "$W/logs"
+  cp "$TIMES" "$G/device-plugin.log" /var/run/cdi/*.json /etc/cdi/nvidia.yaml .cache/containerd/config.toml .cache/k8s/kubelet.yaml "$W/" 2>/dev/null
+  for f in .cache/logs/k8s-*.log .cache/logs/containerd.log; do [ -f "$f" ] && tail -n 400 "$f" > "$W/logs/$(basename "$f")"; done
+  tar -C "$W" -czf "$OUT/k8s-verify.tar.gz" . 2>/dev/null
 }
 
 phase_down() {
@@ -269,6 +294,7 @@ if ! command -v curl >/dev/null || [ -n "${CURL_SHIM:-}" ]; then
   export PATH=$G/shim:$PATH
   echo "curl: hack/gpu/curl.py"
 fi
+trap save EXIT
 for p in "$@"; do
   case $p in
     unpack) phase_unpack ;;
@@ -276,8 +302,9 @@ for p in "$@"; do
     cluster) phase_cluster ;;
     plugin) phase_plugin ;;
     verify) phase_verify ;;
+    compare) phase_compare ;;
     down) phase_down ;;
-    *) die "unknown phase $p (unpack setup build cluster plugin verify down)" ;;
+    *) die "unknown phase $p (unpack setup build cluster plugin verify compare down)" ;;
   esac
 done
 step done

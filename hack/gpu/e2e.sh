@@ -23,19 +23,12 @@
 # (each step's output files).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$PWD
-G=/tmp/g
-B=$repo/bin
-OUT=${OUT:-/tmp/gpu-out}
-PY=/opt/torch/.venv/bin/python3
-REG=127.0.0.1:5000
-NAME=h200-torch2.11-cu130
+. "$here/lib.sh" # repo G B OUT PY REG NAME; step, timed, show_result
 export PATH=$B:$PATH PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} TORCH_SYMM_MEM_DISABLE_MULTICAST=${TORCH_SYMM_MEM_DISABLE_MULTICAST:-1} NVSHMEM_DISABLE_NVLS=${NVSHMEM_DISABLE_NVLS:-1}
 export BUILDKIT_HOST=unix://$G/buildkitd.sock IMAGECTL_SIGNING_PASSWORD=gpu-run
 mkdir -p "$OUT" "$G"
 exec > >(tee -a "$OUT/e2e-$(echo "$*" | tr ' ' '-').log") 2>&1
-. "$here/lib.sh" # step, timed (into $G/times.tsv), show_result
 # ref_of BUILD.json: the pushed repo@sha256 (and the size, layers on stderr).
 ref_of() { "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["ref"]); print("size %d bytes, %d layers" % (r["size"], len(r.get("layers") or [])), file=sys.stderr)' "$1"; }
 save() { tar -C "$W" -czf "$OUT/$1.tar.gz" . 2>/dev/null; }

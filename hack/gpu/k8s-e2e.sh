@@ -44,20 +44,12 @@
 # the repository's .cache, so a later call finds it while the machine is warm.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$PWD
-G=/tmp/g
-B=$repo/bin
-OUT=${OUT:-/tmp/gpu-out}
-PY=/opt/torch/.venv/bin/python3
-[ -x "$PY" ] || PY=python3
-REG=127.0.0.1:5000
-NAME=h200-torch2.11-cu130
+. "$here/lib.sh" # repo G B OUT PY REG NAME; step, timed, show_result
 DP_STRATEGY=${DP_STRATEGY:-cdi-cri}
 export K8S=${K8S:-1}
 export PATH=$B:$PATH PYTHONUNBUFFERED=1 IMAGECTL_SIGNING_PASSWORD=gpu-run
 mkdir -p "$OUT" "$G"
 exec > >(tee -a "$OUT/k8s-e2e-$(echo "$*" | tr ' ' '-').log") 2>&1
-. "$here/lib.sh" # step, timed, show_result
 TIMES=$G/k8s-times.tsv
 die() { echo "FAILED: $*"; exit 1; }
 

@@ -1,5 +1,14 @@
-# Helpers shared by hack/gpu/e2e.sh and hack/gpu/k8s-e2e.sh (sourced; they
-# set G, the run's state folder, and PY, the machine's python3).
+# Settings and helpers shared by hack/gpu/e2e.sh and hack/gpu/k8s-e2e.sh
+# (sourced from the repository root; k8s-e2e.sh reads what e2e.sh left in
+# $G, so both must agree on these).
+repo=$PWD
+G=/tmp/g                          # the run's state, kept between calls while the machine is warm
+B=$repo/bin                       # the carried tools, unpacked
+OUT=${OUT:-/tmp/gpu-out}          # what comes back from the device call
+PY=/opt/torch/.venv/bin/python3   # the machine's torch venv
+[ -x "$PY" ] || PY=python3        # (elsewhere: hack/gpu/k8s-rehearse.sh)
+REG=127.0.0.1:5000                # e2e.sh's loopback registry
+NAME=h200-torch2.11-cu130         # the image hack/gpu/h200.hcl defines
 
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
 

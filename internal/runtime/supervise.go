@@ -8,8 +8,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +29,8 @@ func terminating(s syscall.Signal) bool {
 type Process struct {
 	forward chan os.Signal
 	chld    chan os.Signal
+	// ready is closed once every signal is caught (see Listen).
+	ready chan struct{}
 }
 
 // ListenOptions are what Listen sets up besides catching signals.
@@ -61,17 +61,18 @@ var urgentSignals = []os.Signal{
 // and reaped. Call it first thing. warn is a problem the init can run with
 // (no subreaper); err is one it cannot.
 //
-// Every signal is caught before Listen returns, urgentSignals first, so
-// that none sent after the command started is lost. Each os/signal
-// registration of a new signal is a round trip to the Go runtime's
-// signal-mask thread (runtime.sigenable); registering them here, on the
-// main goroutine, was faster than from a goroutine beside the preparation
-// steps (which woke one more thread), measured in one interleaved run
-// (docs/init.md, "Start-up").
+// Each os/signal registration is a round trip to the runtime's signal
+// thread (tens of microseconds on a busy machine; about 0.5 ms for all 55):
+// only urgentSignals are registered before Listen returns; the rest,
+// which the runtime drops while nobody catches them (as the init drops any
+// signal but SIGTERM/SIGINT before the command starts), are registered
+// beside the preparation steps, and Start waits for them before it forks
+// the command.
 func Listen(o ListenOptions) (p *Process, warn, err error) {
 	p = &Process{
 		forward: make(chan os.Signal, 128),
 		chld:    make(chan os.Signal, 1),
+		ready:   make(chan struct{}),
 	}
 	// First, before anything is caught: a disposition reset after a
 	// registration could undo it. The command, forked later, inherits the
@@ -88,12 +89,15 @@ func Listen(o ListenOptions) (p *Process, warn, err error) {
 			rest = append(rest, s)
 		}
 	}
-	signal.Notify(p.forward, rest...)
-	signal.Notify(p.chld, syscall.SIGCHLD)
-	// Caught and dropped, never ignored (an ignored disposition would be
-	// inherited by the command): writing to the terminal from the
-	// background must not stop the init.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGTTIN, syscall.SIGTTOU)
+	go func() {
+		signal.Notify(p.forward, rest...)
+		signal.Notify(p.chld, syscall.SIGCHLD)
+		// Caught and dropped, never ignored (an ignored disposition would
+		// be inherited by the command): writing to the terminal from the
+		// background must not stop the init.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGTTIN, syscall.SIGTTOU)
+		close(p.ready)
+	}()
 	if o.ParentDeath != 0 {
 		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(o.ParentDeath), 0, 0, 0); err != nil {
 			return p, nil, fmt.Errorf("setting the parent-death signal %s: %w", SignalName(o.ParentDeath), err)
@@ -131,93 +135,35 @@ func (p *Process) Interrupted() (syscall.Signal, bool) {
 // the preparation steps (storage wait) that run before the command starts.
 // The returned stop function must be called before Start; it reports the
 // terminating signal, if one came before the command started.
-//
-// The goroutine that watches for the signal starts only when a step first
-// asks for the context's Done channel (the storage wait, when the storage is
-// not ready at once): a start that waits for nothing runs no extra goroutine,
-// and a terminating signal that came meanwhile is still found by stop.
 func (p *Process) Context(ctx context.Context) (context.Context, func() (syscall.Signal, bool)) {
-	c := &signalContext{Context: ctx, p: p}
-	return c, c.stop
-}
-
-// signalContext is the context Process.Context returns.
-type signalContext struct {
-	context.Context // the parent
-	p               *Process
-	once            sync.Once
-	inner           atomic.Pointer[watchedContext] // set once the watcher runs
-}
-
-type watchedContext struct {
-	context.Context
-	cancel   context.CancelCauseFunc
-	done     chan struct{} // closed by stop
-	finished chan struct{} // closed when the watcher has returned
-	got      syscall.Signal
-}
-
-// Done starts the watcher (once) and returns the channel closed when a
-// terminating signal arrives or the parent is done.
-func (c *signalContext) Done() <-chan struct{} {
-	c.once.Do(c.watch)
-	if w := c.inner.Load(); w != nil {
-		return w.Done()
-	}
-	return c.Context.Done()
-}
-
-// Err is the parent's error until the watcher runs, then the watched one.
-func (c *signalContext) Err() error {
-	if w := c.inner.Load(); w != nil {
-		return w.Err()
-	}
-	return c.Context.Err()
-}
-
-// Value answers from the watched context once it exists, so that
-// context.Cause finds the signal that cancelled it.
-func (c *signalContext) Value(key any) any {
-	if w := c.inner.Load(); w != nil {
-		return w.Value(key)
-	}
-	return c.Context.Value(key)
-}
-
-func (c *signalContext) watch() {
-	ctx, cancel := context.WithCancelCause(c.Context)
-	w := &watchedContext{Context: ctx, cancel: cancel, done: make(chan struct{}), finished: make(chan struct{})}
-	c.inner.Store(w)
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	var got syscall.Signal
 	go func() {
-		defer close(w.finished)
+		defer close(finished)
 		for {
 			select {
-			case s := <-c.p.forward:
+			case s := <-p.forward:
 				if sig := s.(syscall.Signal); terminating(sig) {
-					w.got = sig
+					got = sig
 					cancel(fmt.Errorf("received %v", sig))
 					return
 				}
-			case <-w.done:
+			case <-done:
 				return
 			}
 		}
 	}()
-}
-
-// stop ends the watching (a Done asked for afterwards starts none) and
-// reports the first terminating signal that came before the command.
-func (c *signalContext) stop() (syscall.Signal, bool) {
-	c.once.Do(func() {})
-	if w := c.inner.Load(); w != nil {
-		close(w.done)
-		<-w.finished
-		w.cancel(nil)
-		if w.got != 0 {
-			return w.got, true
+	return ctx, func() (syscall.Signal, bool) {
+		close(done)
+		<-finished
+		cancel(nil)
+		if got != 0 {
+			return got, true
 		}
+		return p.Interrupted()
 	}
-	return c.p.Interrupted()
 }
 
 // WaitOptions say how Wait supervises the command.
@@ -252,8 +198,9 @@ func (p *Process) Start(ctx context.Context, argv, env []string) (pid, code int,
 	if len(argv) == 0 {
 		return 0, 127, errors.New("no command to run")
 	}
-	// Every forwarded signal was caught (Listen) before the command exists,
-	// so none sent to the init after the command started is dropped.
+	// Every forwarded signal is caught before the command exists, so none
+	// sent to the init after the command started is dropped.
+	<-p.ready
 	path, err := lookPath(argv[0], env)
 	if err != nil {
 		return 0, 127, err

@@ -177,7 +177,7 @@ for d in tmp inductor triton hf cuda; do mkdir -p "$S/$d"; chmod 0775 "$S/$d"; d
 export TMPDIR=$S/tmp TORCHINDUCTOR_CACHE_DIR=$S/inductor TRITON_CACHE_DIR=$S/triton HF_HOME=$S/hf CUDA_CACHE_PATH=$S/cuda
 drv=
 if [ -r /proc/driver/nvidia/version ]; then
-  drv=$(sed -n 's/.*Module[^0-9]*\([0-9][0-9.]*\).*/\1/p' /proc/driver/nvidia/version | head -1)
+  drv=$(head -1 /proc/driver/nvidia/version | grep -o '[0-9][0-9]*\.[0-9][0-9.]*' | head -1)
   [ "$(printf '%s\n%s\n' 525.60.13 "$drv" | sort -V | head -1)" = 525.60.13 ] || echo "driver $drv below 525.60.13" >&2
 fi
 printf '{"driver":"%s","swappiness":%s,"shm":%s,"storage":"%s"}\n' "$drv" "$have" "$shm" "$S" > "$S/fingerprint.sh.json"

@@ -83,6 +83,11 @@ func TestReleaseScanCLIEndToEnd(t *testing.T) {
 	if _, err := os.Stat(s.bin); err != nil {
 		t.Fatalf("%s: %v (make build)", s.bin, err)
 	}
+	// The base's sources include bookworm-security, whose jq is
+	// 1.6-2.1+deb12u3: the fixed version, so the unpinned demo would
+	// resolve it and the fixture record would not apply. The spec pins jq
+	// (and libjq1, which jq depends on at the same version) to bookworm's
+	// own 1.6-2.1+deb12u2 (scanJQ).
 	s.spec = writeScanSpec(t, dr, `
   policy {
     vulnerabilities {
@@ -107,7 +112,7 @@ func TestReleaseScanCLIEndToEnd(t *testing.T) {
 			jq = d.Version
 		}
 	}
-	if jq != "1.6-2.1+deb12u2" && jq != "1.6-2.1+deb12u1" && jq != "1.6-2.1" {
+	if jq != scanJQ {
 		t.Fatalf("the demo lock has jq %q: the fixture record CVE-2026-32316 (fixed in 1.6-2.1+deb12u3) does not apply", jq)
 	}
 
@@ -209,8 +214,13 @@ func latestFinding(r *report.Result, id string) *report.Finding {
 	return nil
 }
 
-// writeScanSpec writes specs/demo.hcl with dr's repositories and extra
-// (HCL) added to the image block, and returns its path.
+// scanJQ is bookworm's jq (the main archive, not bookworm-security's
+// fixed 1.6-2.1+deb12u3): the version the fixture record CVE-2026-32316
+// applies to.
+const scanJQ = "1.6-2.1+deb12u2"
+
+// writeScanSpec writes specs/demo.hcl with dr's repositories, jq pinned to
+// scanJQ and extra (HCL) added to the image block, and returns its path.
 func writeScanSpec(t *testing.T, dr *demoRelease, extra string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dr.env.Root, "specs", "demo.hcl"))
@@ -222,7 +232,8 @@ func writeScanSpec(t *testing.T, dr *demoRelease, extra string) string {
 	for old, repl := range map[string]string{
 		`staging = "${var.registry}/imagectl/staging/demo"`: fmt.Sprintf("staging = %q", repos.Staging),
 		`release = "${var.registry}/imagectl/demo"`:         fmt.Sprintf("release = %q", repos.Release),
-		"\n  repos {": extra + "\n  repos {",
+		"\n  repos {":  extra + "\n  repos {",
+		`apt = ["jq"]`: fmt.Sprintf(`apt = ["jq=%s", "libjq1=%s"]`, scanJQ, scanJQ),
 	} {
 		if !strings.Contains(src, old) {
 			t.Fatalf("specs/demo.hcl: %q is not where the test rewrites it", old)

@@ -341,7 +341,7 @@ func limitedConfig(t *testing.T, cfg *rest.Config, cs kubernetes.Interface, ns s
 		t.Fatal(err)
 	}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmaps-only"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "patch", "delete"},
+		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "patch", "delete"},
 	}}}
 	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

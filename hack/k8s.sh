@@ -206,7 +206,7 @@ wait_for apiserver 90 curl_api /readyz
 # --- kube-controller-manager and kube-scheduler (no listener of their own: --secure-port 0)
 if ! alive controller-manager; then
   start controller-manager --kubeconfig "$pki/controller-manager.kubeconfig" --secure-port 0 --leader-elect=false \
-    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.pem" --use-service-account-credentials=false \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.pem" --use-service-account-credentials=true \
     --profiling=false --v=1
 fi
 if ! alive scheduler; then

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -92,14 +93,28 @@ func (k *Kubernetes) waitPod(ctx context.Context, c *clients, sel string, goal p
 }
 
 // podDeleted is the error of a pod deleted under the run: the Job's
-// activeDeadlineSeconds (verify.timeout) or someone else.
+// activeDeadlineSeconds (verify.timeout) or someone else. The Job
+// controller marks the Job FailureTarget (then Failed) with reason
+// DeadlineExceeded around the time it deletes the pod, so the Job is read
+// again for a few seconds before the deletion is blamed on someone else.
 func (k *Kubernetes) podDeleted(ctx context.Context, c *clients, pod *corev1.Pod) error {
 	name := pod.Labels["batch.kubernetes.io/job-name"]
-	if job, err := c.api.BatchV1().Jobs(c.ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+read:
+	for try := 0; try < 10; try++ {
+		job, err := c.api.BatchV1().Jobs(c.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			break
+		}
 		for _, cond := range job.Status.Conditions {
-			if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue && cond.Reason == batchv1.JobReasonDeadlineExceeded {
+			terminal := cond.Type == batchv1.JobFailed || cond.Type == batchv1.JobFailureTarget
+			if terminal && cond.Status == corev1.ConditionTrue && cond.Reason == batchv1.JobReasonDeadlineExceeded {
 				return k.notRun("deadline", fmt.Errorf("%w (%s): Job %s: %s", ErrJobDeadline, timeoutOf(k.Lock), name, cond.Message))
 			}
+		}
+		select {
+		case <-ctx.Done():
+			break read
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
 	return k.notRun("pod", fmt.Errorf("pod %s was deleted before it finished (phase %s)", pod.Name, pod.Status.Phase))

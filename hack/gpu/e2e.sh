@@ -10,6 +10,7 @@
 #   QUICK=1 bash hack/gpu/e2e.sh setup build toolkit  # the base's CUDA toolkit check: pass, and exit 4 against another toolkit
 #   QUICK=1 bash hack/gpu/e2e.sh setup build verify   # the short validation pass
 #   MINIMAL=1 QUICK=1 ...: also no warm verify, in-place baseline or bare all-reduce
+#   bash hack/gpu/e2e.sh cudatwice        # CUDA shipped twice: sizes on -base and -runtime flavours (issue 25)
 #
 # Carried in .gpu/ (hack/gpu/bundle.sh): imagectl, imagectl-init, gputool,
 # buildkitd, containerd, containerd-shim-runc-v2, runc, nvidia-ctk,
@@ -32,6 +33,19 @@ exec > >(tee -a "$OUT/e2e-$(echo "$*" | tr ' ' '-').log") 2>&1
 # ref_of BUILD.json: the pushed repo@sha256 (and the size, layers on stderr).
 ref_of() { "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["ref"]); print("size %d bytes, %d layers" % (r["size"], len(r.get("layers") or [])), file=sys.stderr)' "$1"; }
 save() { tar -C "$W" -czf "$OUT/$1.tar.gz" . 2>/dev/null; }
+
+# start_build_services: the loopback registry and buildkitd, unless running.
+start_build_services() {
+  if ! (exec 3<>/dev/tcp/127.0.0.1/5000) 2>/dev/null; then
+    setsid "$B/gputool" registry --addr $REG --dir $G/registry > $G/registry.log 2>&1 < /dev/null &
+  fi
+  if [ ! -S $G/buildkitd.sock ]; then
+    setsid "$B/buildkitd" --root $G/buildkit --addr "$BUILDKIT_HOST" --oci-worker=true --containerd-worker=false \
+      --oci-worker-snapshotter=overlayfs --oci-worker-binary="$B/runc" > $G/buildkitd.log 2>&1 < /dev/null &
+  fi
+  local i
+  for i in $(seq 1 100); do [ -S $G/buildkitd.sock ] && (exec 3<>/dev/tcp/127.0.0.1/5000) 2>/dev/null && break; sleep 0.1; done
+}
 
 phase_setup() {
   W=$G/run/setup; mkdir -p "$W"
@@ -56,16 +70,9 @@ phase_setup() {
   ls -la "$B"
 
   step "start the registry, buildkitd and containerd"
-  if ! (exec 3<>/dev/tcp/127.0.0.1/5000) 2>/dev/null; then
-    setsid "$B/gputool" registry --addr $REG --dir $G/registry > $G/registry.log 2>&1 < /dev/null &
-  fi
-  if [ ! -S $G/buildkitd.sock ]; then
-    setsid "$B/buildkitd" --root $G/buildkit --addr "$BUILDKIT_HOST" --oci-worker=true --containerd-worker=false \
-      --oci-worker-snapshotter=overlayfs --oci-worker-binary="$B/runc" > $G/buildkitd.log 2>&1 < /dev/null &
-  fi
+  start_build_services
   mkdir -p .cache && touch .cache/env
   hack/containerd.sh
-  for i in $(seq 1 100); do [ -S $G/buildkitd.sock ] && (exec 3<>/dev/tcp/127.0.0.1/5000) 2>/dev/null && break; sleep 0.1; done
   ls -la $G/buildkitd.sock; grep CONTAINERD_ADDRESS .cache/env
 
   step "CDI spec from the host (nvidia-ctk, the way a GPU host is set up)"
@@ -80,9 +87,9 @@ phase_setup() {
   save setup
 }
 
-phase_build() {
-  W=$G/run/build; mkdir -p "$W"
-  step "base: the machine's own Ubuntu root with Python 3.12 (fixture)"
+# base_args: gputool base's arguments for the fixture base, into add[]: the
+# venv's pip where the system Python has none, and the CUDA stamp.
+base_args() {
   add=()
   if ! /usr/bin/python3 -c 'import pip' 2>/dev/null; then
     # The lock and the build drive the base's pip; this root has none, so
@@ -107,8 +114,11 @@ PYEOF
   printf '{"cuda": {"name": "CUDA SDK", "version": "%s"}}\n' "$cuda_rel" > $G/cuda-stamp/version.json
   echo "base CUDA toolkit stamp: $cuda_rel"
   add+=(--add "$G/cuda-stamp=/usr/local/cuda" --env "CUDA_VERSION=$cuda_rel")
-  timed base gputool base --root / --push $REG/gpu/ubuntu-base:24.04 "${add[@]}" | tee "$W/base.ref"
+}
 
+# repack_index: the wheel index (the installed torch stack repacked),
+# served on 127.0.0.1:8000.
+repack_index() {
   step "wheel index: the installed torch stack repacked as wheels (fixture)"
   rm -rf $G/index
   timed repack "$PY" "$here/repack_wheels.py" --out $G/index --index-path whl/cu130 torch pip \
@@ -118,6 +128,15 @@ PYEOF
     (cd $G/index && setsid "$PY" -m http.server 8000 --bind 127.0.0.1 > $G/index.log 2>&1 < /dev/null &)
     sleep 1
   fi
+}
+
+phase_build() {
+  W=$G/run/build; mkdir -p "$W"
+  step "base: the machine's own Ubuntu root with Python 3.12 (fixture)"
+  base_args
+  timed base gputool base --root / --push $REG/gpu/ubuntu-base:24.04 "${add[@]}" | tee "$W/base.ref"
+
+  repack_index
 
   step "lock (pip's resolver in the base, through buildkitd)"
   rm -rf $G/images
@@ -226,6 +245,64 @@ phase_toolkit() {
   save toolkit
 }
 
+# phase_cudatwice: issue 25's "CUDA shipped twice", measured with real
+# libraries: the torch 2.11 cu130 image (whose wheels bring every CUDA
+# library) on two bases made of this machine's CUDA 13.0 debs the way
+# nvidia/cuda's flavours are: "base" (cuda-cudart and cuda-compat only) and
+# "runtime" (+ cuda-libraries-13-0's libraries, libnpp, cuda-nvtx,
+# libcusparse, libcublas and libnccl2, as NVIDIA's runtime Dockerfile
+# installs). Both leave out the cuDNN and NCCL debs' files in /usr/lib
+# except where the flavour has them. Needs only the registry, buildkitd
+# and the index (started here when missing); prints each image's size and
+# what imagectl build reports held twice.
+phase_cudatwice() {
+  W=$G/run/cudatwice; mkdir -p "$W"
+  start_build_services
+  [ -d $G/index/files ] || repack_index
+  step "CUDA shipped twice: the torch image on a -base and a -runtime flavour of the machine's CUDA 13.0 debs"
+  local libs rt=() bs=() drop=() f d
+  libs=$(dpkg-query -W -f '${Depends}' cuda-libraries-13-0 | tr ',' '\n' | sed 's/(.*//; s/ //g')
+  echo "cuda-libraries-13-0 depends: $(echo $libs)"
+  for d in cuda-cudart-13-0 cuda-compat-13-0; do bs+=(--deb "$d"); rt+=(--deb "$d"); done
+  for d in $libs libnpp-13-0 cuda-nvtx-13-0 libcusparse-13-0 libcublas-13-0 libnccl2; do
+    dpkg-query -W "$d" > /dev/null 2>&1 && rt+=(--deb "$d")
+  done
+  # Files of CUDA debs outside /usr/local (cuDNN, NCCL and their -dev) go
+  # unless the flavour has them.
+  for d in $(dpkg-query -W -f '${Package}\n' 'libcudnn*' 'libnccl*' 2>/dev/null); do
+    case $d in libnccl2) bs+=(--drop-deb "$d") ;; *) bs+=(--drop-deb "$d"); rt+=(--drop-deb "$d") ;; esac
+  done
+  base_args
+  printf 'flavour\tbase_zstd_bytes\timage_bytes\tlibraries_twice\tdeb_bytes_twice\twheel_bytes_twice\n' > "$W/sizes.tsv"
+  for f in base runtime; do
+    local args=("${bs[@]}")
+    [ $f = runtime ] && args=("${rt[@]}")
+    echo "$f: gputool base ${args[*]}"
+    timed "base-$f" gputool base --root / --push $REG/gpu/ubuntu-cuda-$f:24.04 "${add[@]}" "${args[@]}" 2> "$W/base-$f.stderr" | tee "$W/base-$f.ref"
+    cat "$W/base-$f.stderr"
+    rm -rf $G/twice-$f
+    timed "lock-$f" imagectl lock "$here/h200.hcl" --var base_repo=gpu/ubuntu-cuda-$f --dir $G/twice-$f 2> "$W/lock-$f.stderr" || { tail -n 20 "$W/lock-$f.stderr"; continue; }
+    timed "build-$f" imagectl build --lock $G/twice-$f/$NAME/lock.json --push --compression zstd --progress plain -o json \
+      --repo $REG/gpu/twice-$f/$NAME > "$W/build-$f.json" 2> "$W/build-$f.stderr" || { tail -n 20 "$W/build-$f.stderr"; continue; }
+    grep 'shipped twice' "$W/build-$f.stderr" | cut -c1-400
+    "$PY" - "$f" "$W/base-$f.ref" "$W/build-$f.json" >> "$W/sizes.tsv" <<'PYEOF'
+import json, sys, urllib.request
+f, baseref, build = sys.argv[1], open(sys.argv[2]).read().strip(), json.load(open(sys.argv[3]))
+repo, dig = baseref.split("@")
+host, path = repo.split("/", 1)
+req = urllib.request.Request("http://%s/v2/%s/manifests/%s" % (host, path, dig), headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
+m = json.load(urllib.request.urlopen(req))
+dups = build.get("cuda_duplicates") or []
+print("%s\t%d\t%d\t%d\t%d\t%d" % (f, sum(l["size"] for l in m["layers"]), build["size"], len(dups),
+      sum(d["deb"]["bytes"] for d in dups), sum(d["wheel"]["bytes"] for d in dups)))
+PYEOF
+  done
+  step "sizes (bytes; image = manifest + config + zstd layers, as imagectl build -o json reports)"
+  column -t "$W/sizes.tsv" 2>/dev/null || cat "$W/sizes.tsv"
+  cp $G/times.tsv "$W/"
+  save cudatwice
+}
+
 phase_bench() {
   W=$G/run/bench; mkdir -p "$W"
   REF=$(cat $G/run/build/build-zstd.ref)
@@ -281,6 +358,7 @@ for p in "$@"; do
     verify) phase_verify ;;
     toolkit) phase_toolkit ;;
     bench) phase_bench ;;
+    cudatwice) phase_cudatwice ;;
     *) echo "unknown phase $p" ;;
   esac
 done

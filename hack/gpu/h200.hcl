@@ -17,8 +17,14 @@ variable "torch_index" {
   description = "base URL of the local wheel index (the catalog appends whl/cu130)"
 }
 
+variable "base_repo" {
+  type        = string
+  default     = "gpu/ubuntu-base"
+  description = "repository of the base under the registry (e2e.sh's cudatwice phase builds on gpu/ubuntu-cuda-base and gpu/ubuntu-cuda-runtime)"
+}
+
 image "h200-torch2.11-cu130" {
-  base          = "${var.registry}/gpu/ubuntu-base:24.04"
+  base          = "${var.registry}/${var.base_repo}:24.04"
   python        = "3.12"
   cuda          = "13.0"
   torch         = "2.11.0"

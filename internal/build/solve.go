@@ -245,7 +245,7 @@ func solveTarget(ctx context.Context, c Client, o *options, sopt client.SolveOpt
 		}
 		// Reported, never failed: CUDA libraries both a base deb and a wheel.
 		if ref, err := res.SingleRef(); err == nil && ref != nil {
-			if dups, err := cudaDuplicates(ctx, ref, t.lock); err != nil {
+			if dups, err := cudaDuplicates(ctx, ref, t.lock, log); err != nil {
 				log.Debug("not checking for CUDA shipped twice", "err", err)
 			} else {
 				logCUDADuplicates(log, t.lock.Name, platformString(t.platform), dups)

@@ -16,6 +16,10 @@ import (
 // StatusPath is dpkg's database of installed packages.
 const StatusPath = "/var/lib/dpkg/status"
 
+// InfoDir holds each installed package's file list, NAME.list (or
+// NAME:ARCH.list for a Multi-Arch: same package).
+const InfoDir = "/var/lib/dpkg/info"
+
 // Entry is one paragraph of the dpkg database.
 type Entry struct {
 	control.Paragraph

@@ -1,10 +1,14 @@
 // Command gputool holds the GPU machine run's helpers (hack/gpu/e2e.sh)
 // that are no part of imagectl itself:
 //
-//	gputool base --root / --push REF [--add SRC=DST]...
+//	gputool base --root / --push REF [--add SRC=DST]... [--deb PKG]... [--drop-deb PKG]...
 //	    pack the machine's own root (usr, etc, var and the merged-/usr links;
 //	    no /usr/local, /opt, docs, caches or logs) as a one-layer zstd image
-//	    and push it: the test fixture base with the machine's Python 3.12
+//	    and push it: the test fixture base with the machine's Python 3.12;
+//	    --deb packs an installed deb's files also where they are under a
+//	    left-out folder (the CUDA debs in /usr/local), --drop-deb leaves a
+//	    deb's files and its dpkg paragraph out: nvidia/cuda's base and
+//	    runtime flavours made of the machine's CUDA debs
 //	gputool drift LOCK OUTDIR
 //	    write LOCK's variants whose NCCL, cuDNN, torch or driver floor
 //	    differ (digests recomputed, compile cache check off): verification
@@ -31,6 +35,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,10 +76,13 @@ func run(ctx context.Context, args []string) error {
 		var adds, envs multi
 		fl.Var(&adds, "add", "SRC=DST: also pack host folder SRC at DST")
 		fl.Var(&envs, "env", "K=V: also set K in the image config's Env (nvidia/cuda's CUDA_VERSION)")
+		var debs, drops multi
+		fl.Var(&debs, "deb", "PKG: also pack the files of installed deb PKG under left-out folders")
+		fl.Var(&drops, "drop-deb", "PKG: leave out the files of installed deb PKG and its dpkg paragraph")
 		if err := fl.Parse(args[1:]); err != nil {
 			return err
 		}
-		return base(*root, *push, adds, envs)
+		return base(*root, *push, adds, envs, debs, drops)
 	case "drift":
 		if len(args) != 3 {
 			return errors.New("usage: gputool drift LOCK OUTDIR")
@@ -132,9 +140,19 @@ func isSkipped(rel string) bool {
 	return false
 }
 
-func base(root, push string, adds, envs []string) error {
+func base(root, push string, adds, envs, debs, drops []string) error {
 	if push == "" {
 		return errors.New("base: --push is required")
+	}
+	dropped := map[string]bool{}
+	for _, p := range drops {
+		files, err := debFiles(root, p)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			dropped[f] = true
+		}
 	}
 	ref, err := name.ParseReference(push, name.Insecure)
 	if err != nil {
@@ -173,6 +191,12 @@ func base(root, push string, adds, envs []string) error {
 			if err != nil {
 				return err
 			}
+			if !fi.IsDir() && dropped[rel] {
+				return nil
+			}
+			if rel == "var/lib/dpkg/status" && len(drops) > 0 {
+				return addStatusWithout(add, path, rel, drops)
+			}
 			return add(path, rel, fi)
 		})
 	}
@@ -192,6 +216,31 @@ func base(root, push string, adds, envs []string) error {
 		}
 		if err := walk(p, top, true); err != nil {
 			return err
+		}
+	}
+	// --deb: the deb's listed entries the walk left out, parents first (a
+	// list names each folder before what it holds).
+	seen := map[string]bool{}
+	for _, p := range debs {
+		files, err := debFiles(root, p)
+		if err != nil {
+			return err
+		}
+		for _, rel := range files {
+			if !isSkipped(rel) || seen[rel] {
+				continue
+			}
+			seen[rel] = true
+			path := filepath.Join(root, rel)
+			fi, err := os.Lstat(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // listed, since removed (dpkg --path-exclude)
+			} else if err != nil {
+				return err
+			}
+			if err := add(path, rel, fi); err != nil {
+				return err
+			}
 		}
 	}
 	for dir, mode := range empties {
@@ -251,6 +300,65 @@ func base(root, push string, adds, envs []string) error {
 		rw.Entries, rw.Bytes, st.Size(), packed.Round(time.Millisecond), (time.Since(start) - packed).Round(time.Millisecond))
 	fmt.Println(ref.Context().Digest(d.String()).String())
 	return nil
+}
+
+// debFiles returns the entries (relative to the root) that the file list
+// of installed deb pkg names: /var/lib/dpkg/info/PKG.list, or
+// PKG:amd64.list for a Multi-Arch: same package.
+func debFiles(root, pkg string) ([]string, error) {
+	var b []byte
+	var err error
+	for _, n := range []string{pkg + ".list", pkg + ":amd64.list"} {
+		if b, err = os.ReadFile(filepath.Join(root, "var/lib/dpkg/info", n)); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("deb %s: no file list in %s (is it installed?): %w", pkg, filepath.Join(root, "var/lib/dpkg/info"), err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if rel := strings.TrimPrefix(l, "/"); rel != "" && rel != "." {
+			out = append(out, rel)
+		}
+	}
+	return out, nil
+}
+
+// addStatusWithout packs dpkg's status file at rel without the paragraphs
+// of the packages in drops, so that the base's database matches its files.
+func addStatusWithout(add func(string, string, fs.FileInfo) error, path, rel string, drops []string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var keep []string
+	for _, para := range strings.Split(strings.TrimRight(string(b), "\n"), "\n\n") {
+		name, _, _ := strings.Cut(strings.TrimPrefix(para, "Package: "), "\n")
+		if !strings.HasPrefix(para, "Package: ") || !slices.Contains(drops, name) {
+			keep = append(keep, para)
+		}
+	}
+	tmp, err := os.CreateTemp("", "gpu-base-status-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(strings.Join(keep, "\n\n") + "\n"); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(tmp.Name())
+	if err != nil {
+		return err
+	}
+	return add(tmp.Name(), rel, fi)
 }
 
 // drift writes the variants of a lock that verification must refuse.

@@ -110,6 +110,7 @@ func TestReleaseKubernetesCLIEndToEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("release as the verifier: exit %d, want 0\n%s", code, errs)
 	}
+	t.Logf("verification pods of two Jobs seen at once: %v", w.together)
 	if len(w.together) != 2 {
 		t.Errorf("the verification pods of two Jobs never existed at once (seen: %v)", w.pods)
 	}
@@ -134,6 +135,7 @@ func TestReleaseKubernetesCLIEndToEnd(t *testing.T) {
 		if !slices.Contains(w.together, p.Job) {
 			t.Errorf("%s: Job %s is not one of the two seen at once (%v)", r.Image, p.Job, w.together)
 		}
+		t.Logf("%s: %s verified by pod %s (uid %s) on node %s, imageID %s", r.Image, r.Digest, p.Name, p.UID, p.Node, p.ImageID)
 		checkVerifierSigned(ctx, t, r.Ref, p.UID, dr.keys)
 	}
 	if len(digests) != len(repos) {
@@ -249,7 +251,7 @@ type seenPod struct{ job, node, imageID, image string }
 
 // watchPods watches the namespace's verification pods until stop; once
 // pods of two Jobs exist at the same time it calls hold (once). If that
-// never happens within 5 minutes of the first pod, it calls hold anyway,
+// never happens within 3 minutes of the first pod, it calls hold anyway,
 // so that a run gone wrong ends.
 func watchPods(ctx context.Context, t *testing.T, k testenv.Kube, hold func() error) *podWatch {
 	t.Helper()
@@ -285,7 +287,7 @@ func watchPods(ctx context.Context, t *testing.T, k testenv.Kube, hold func() er
 				return false, nil
 			}
 			if late == nil {
-				late = time.AfterFunc(5*time.Minute, release)
+				late = time.AfterFunc(3*time.Minute, release)
 			}
 			uid := string(pod.UID)
 			w.mu.Lock()

@@ -16,13 +16,9 @@ cache=$root/.cache
 dir=$cache/containerd
 mkdir -p "$dir" "$cache/logs" "$cache/pids"
 
-alive() {
-  local f=$cache/pids/containerd.pid pid exe
-  [ -f "$f" ] || return 1
-  read -r pid exe < "$f"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  [ "$(readlink "/proc/$pid/exe" 2>/dev/null | sed 's/ (deleted)$//')" = "$exe" ]
-}
+# alive, start: hack/lib.sh.
+lib_prefix=up lib_pids=$cache/pids lib_log=$cache/logs/%s.log
+. hack/lib.sh
 
 sock=$dir/containerd.sock
 if [ ${#sock} -gt 100 ]; then # unix socket paths are limited to 108 bytes
@@ -30,7 +26,7 @@ if [ ${#sock} -gt 100 ]; then # unix socket paths are limited to 108 bytes
 fi
 
 if [ "${1:-}" = status ]; then
-  alive || { echo "containerd: not running" >&2; exit 1; }
+  alive containerd || { echo "containerd: not running" >&2; exit 1; }
   exit 0
 fi
 
@@ -81,12 +77,12 @@ k8s_cri() {
 TOML
 }
 
-if alive && [ "${K8S:-}" = 1 ] && ! grep -q '^# cri on$' "$dir/config.toml"; then
+if alive containerd && [ "${K8S:-}" = 1 ] && ! grep -q '^# cri on$' "$dir/config.toml"; then
   echo "up: containerd runs without its CRI plugin, K8S=1 needs it: run make down first" >&2
   exit 1
 fi
 
-if alive; then
+if alive containerd; then
   echo "up: containerd already running (pid $(cut -d' ' -f1 "$cache/pids/containerd.pid"))" >&2
 else
   mkdir -p "$(dirname "$sock")"
@@ -128,10 +124,10 @@ $cri_off
 TOML
   [ "${K8S:-}" = 1 ] && k8s_cri "$dir/config.toml"
   # The shim is found on PATH, and runc beside it.
-  PATH="$root/bin:$(dirname "$runc"):$PATH" setsid bin/containerd --config "$dir/config.toml" \
-    >> "$cache/logs/containerd.log" 2>&1 < /dev/null &
-  pid=$!
-  echo "$pid $(readlink -f bin/containerd)" > "$cache/pids/containerd.pid"
+  PATH="$root/bin:$(dirname "$runc"):$PATH" start containerd bin/containerd --config "$dir/config.toml"
+  # Not wait_for: [ -S ] answers at once, before the forked child may have
+  # become containerd (which alive checks); kill -0 only asks it is there.
+  pid=$(cut -d' ' -f1 "$cache/pids/containerd.pid")
   for ((i = 0; i < 300; i++)); do
     [ -S "$sock" ] && break
     kill -0 "$pid" 2>/dev/null || { echo "up: containerd exited; last lines of .cache/logs/containerd.log:" >&2; tail -n 20 "$cache/logs/containerd.log" >&2; exit 1; }

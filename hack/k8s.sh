@@ -42,29 +42,12 @@ node=${K8S_NODE:-127.0.0.1}
 kube=$(readlink -f "${KUBE_BIN:-bin/kube}")
 order=(etcd apiserver controller-manager scheduler kubelet)
 
-alive() {
-  local f=$pids/$1.pid pid exe
-  [ -f "$f" ] || return 1
-  read -r pid exe _ < "$f"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  [ "$(readlink "/proc/$pid/exe" 2>/dev/null | sed 's/ (deleted)$//')" = "$exe" ]
-}
+# alive, start, wait_for, stop_recorded, port_in_use: hack/lib.sh.
+lib_prefix=k8s lib_pids=$pids lib_log=$cache/logs/k8s-%s.log
+. hack/lib.sh
 
-stop() {
-  local f=$pids/$1.pid pid exe i
-  [ -f "$f" ] || return 0
-  read -r pid exe _ < "$f" || true
-  if alive "$1"; then
-    kill -TERM "$pid"
-    for ((i = 0; i < 150; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$pid" 2>/dev/null; then
-      echo "down: k8s $1 (pid $pid) ignored SIGTERM for 15s; sending SIGKILL" >&2
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    echo "down: stopped k8s $1 (pid $pid)" >&2
-  fi
-  rm -f "$f"
-}
+# kstart NAME ARGS...: the kube binary's command NAME, as service NAME.
+kstart() { start "$1" "$kube" "$@"; }
 
 # The cgroup the kubelet puts every pod under (cgroupRoot), one per checkout.
 cgroot=imagectl-k8s-$(echo "$root" | sha256sum | cut -c1-8)
@@ -77,7 +60,7 @@ status)
   exit 0
   ;;
 down)
-  for ((i = ${#order[@]} - 1; i >= 0; i--)); do stop "${order[$i]}"; done
+  for ((i = ${#order[@]} - 1; i >= 0; i--)); do stop_recorded "$pids/${order[$i]}.pid" "k8s ${order[$i]}" 15; done
   # Pods the kubelet had no time to tear down keep running under their
   # shims (containerd's k8s.io namespace on this checkout's socket) even
   # after containerd stops: end each such shim's processes, then the shim.
@@ -117,7 +100,6 @@ sock=${CONTAINERD_ADDRESS:?k8s: .cache/env has no CONTAINERD_ADDRESS (hack/conta
 grep -q '^# cri on$' "$cache/containerd/config.toml" 2>/dev/null ||
   { echo "k8s: containerd runs without its CRI plugin: hack/down.sh, then start with K8S=1" >&2; exit 1; }
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # port NAME DEFAULT: the port used last time, else DEFAULT, else a free one near it.
 port() {
   local p
@@ -126,27 +108,6 @@ port() {
   done
   echo "k8s: no free port near $2 for $1" >&2
   return 1
-}
-
-start() {
-  local name=$1
-  shift
-  setsid "$kube" "$name" "$@" >> "$cache/logs/k8s-$name.log" 2>&1 < /dev/null &
-  echo "$! $kube" > "$pids/$name.pid"
-}
-
-# wait_for NAME SECONDS COMMAND...: until COMMAND succeeds, or fail with the log.
-wait_for() {
-  local name=$1 secs=$2 i
-  shift 2
-  for ((i = 0; i < secs * 10; i++)); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    alive "$name" || { echo "k8s: $name exited; last lines of .cache/logs/k8s-$name.log:" >&2; tail -n 20 "$cache/logs/k8s-$name.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "k8s: $name not ready within ${secs}s; last lines of .cache/logs/k8s-$name.log:" >&2
-  tail -n 20 "$cache/logs/k8s-$name.log" >&2
-  exit 1
 }
 
 t0=$(date +%s%N)
@@ -181,7 +142,7 @@ fi
 if ! alive etcd; then
   ec=$(port etcd 2379)
   ep=$(port etcd-peer $((ec + 1)))
-  start etcd --name imagectl --data-dir "$dir/etcd" \
+  kstart etcd --name imagectl --data-dir "$dir/etcd" \
     --listen-client-urls "http://127.0.0.1:$ec" --advertise-client-urls "http://127.0.0.1:$ec" \
     --listen-peer-urls "http://127.0.0.1:$ep" --initial-advertise-peer-urls "http://127.0.0.1:$ep" \
     --initial-cluster "imagectl=http://127.0.0.1:$ep" --unsafe-no-fsync --log-level warn
@@ -191,7 +152,7 @@ wait_for etcd 30 curl -fsS --max-time 1 "http://127.0.0.1:$ec/health"
 
 # --- kube-apiserver
 if ! alive apiserver; then
-  start apiserver --etcd-servers "http://127.0.0.1:$ec" \
+  kstart apiserver --etcd-servers "http://127.0.0.1:$ec" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$apiport" --endpoint-reconciler-type none \
     --cert-dir "$dir/apiserver" --tls-cert-file "$pki/apiserver.pem" --tls-private-key-file "$pki/apiserver.key" \
     --client-ca-file "$pki/ca.pem" --authorization-mode Node,RBAC \
@@ -205,12 +166,12 @@ wait_for apiserver 90 curl_api /readyz
 
 # --- kube-controller-manager and kube-scheduler (no listener of their own: --secure-port 0)
 if ! alive controller-manager; then
-  start controller-manager --kubeconfig "$pki/controller-manager.kubeconfig" --secure-port 0 --leader-elect=false \
+  kstart controller-manager --kubeconfig "$pki/controller-manager.kubeconfig" --secure-port 0 --leader-elect=false \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.pem" --use-service-account-credentials=true \
     --profiling=false --v=1
 fi
 if ! alive scheduler; then
-  start scheduler --kubeconfig "$pki/scheduler.kubeconfig" --secure-port 0 --leader-elect=false --profiling=false --v=1
+  kstart scheduler --kubeconfig "$pki/scheduler.kubeconfig" --secure-port 0 --leader-elect=false --profiling=false --v=1
 fi
 
 # --- CNI: a bridge with no address on the host; pods get 10.244.0.0/24.
@@ -286,7 +247,7 @@ YAML
     cat "$K8S_KUBELET_CONFIG" >> "$dir/kubelet.yaml" || { echo "k8s: K8S_KUBELET_CONFIG=$K8S_KUBELET_CONFIG cannot be read" >&2; exit 1; }
   fi
   # shellcheck disable=SC2086
-  start kubelet --config "$dir/kubelet.yaml" --kubeconfig "$pki/kubelet.kubeconfig" \
+  kstart kubelet --config "$dir/kubelet.yaml" --kubeconfig "$pki/kubelet.kubeconfig" \
     --hostname-override "$node" ${K8S_NODE_IP:+--node-ip "$K8S_NODE_IP"} --root-dir "$dir/kubelet" --v=1 ${K8S_KUBELET_ARGS:-}
 fi
 node_ready() {

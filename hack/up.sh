@@ -10,37 +10,9 @@ export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 cache=$root/.cache
 mkdir -p "$cache/logs" "$cache/pids" "$cache/buildkit" "$cache/registry" "$cache/wheels" "$root/bin"
 
-# alive NAME: the recorded PID runs the recorded binary.
-alive() {
-  local f=$cache/pids/$1.pid pid exe
-  [ -f "$f" ] || return 1
-  read -r pid exe < "$f"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  [ "$(readlink "/proc/$pid/exe" 2>/dev/null | sed 's/ (deleted)$//')" = "$exe" ]
-}
-
-# start NAME BINARY ARGS...: detached, logs under .cache/logs, PID recorded.
-start() {
-  local name=$1 bin=$2
-  shift 2
-  setsid "$bin" "$@" >> "$cache/logs/$name.log" 2>&1 < /dev/null &
-  local pid=$!
-  echo "$pid $(readlink -f "$bin")" > "$cache/pids/$name.pid"
-}
-
-# wait_for NAME SECONDS COMMAND...: until COMMAND succeeds, or fail with the log.
-wait_for() {
-  local name=$1 secs=$2 i
-  shift 2
-  for ((i = 0; i < secs * 10; i++)); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    alive "$name" || { echo "up: $name exited; last lines of .cache/logs/$name.log:" >&2; tail -n 20 "$cache/logs/$name.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "up: $name did not answer within ${secs}s; last lines of .cache/logs/$name.log:" >&2
-  tail -n 20 "$cache/logs/$name.log" >&2
-  exit 1
-}
+# alive, start, wait_for, port_in_use: hack/lib.sh.
+lib_prefix=up lib_pids=$cache/pids lib_log=$cache/logs/%s.log
+. hack/lib.sh
 
 # hack/up.sh status: exit 0 when every service up.sh starts is running.
 if [ "${1:-}" = status ]; then
@@ -57,8 +29,6 @@ for t in buildkitd buildctl registry crane; do
   [ -x "bin/$t" ] || { echo "up: bin/$t is missing: run make tools" >&2; exit 1; }
 done
 command -v runc >/dev/null || { echo "up: runc is missing: run make deps" >&2; exit 1; }
-
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # pick_port NAME DEFAULT: the port used last time, else DEFAULT, else a free one.
 pick_port() {

@@ -42,6 +42,10 @@ type JobConfig struct {
 	Iters, Warmup int
 }
 
+// storageReadyKey is the ConfigMap key of the empty file mounted as the
+// lock's runtime.storage.ready_file when the storage is an emptyDir.
+const storageReadyKey = "storage-ready"
+
 // JobName is the Job's name for an image digest: imagectl-verify-<12 hex>.
 func JobName(ref name.Digest) string {
 	hex := strings.TrimPrefix(ref.DigestStr(), "sha256:")
@@ -140,6 +144,14 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 		src := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 		if cfg.StorageClaim != "" {
 			src = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cfg.StorageClaim}}
+		} else if rf := l.Runtime.Storage.ReadyFile; rf != "" {
+			// The emptyDir stands in for the platform's storage as
+			// release.ReadyStorage's folder does for a container: it carries
+			// the ready file (an empty file of the ConfigMap), so the init
+			// finds the storage ready and puts TMPDIR, the caches and the
+			// fingerprint on it instead of waiting storage.timeout.
+			data[storageReadyKey] = ""
+			container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: "probes", MountPath: rf, SubPath: storageReadyKey, ReadOnly: true})
 		}
 		volumes = append(volumes, corev1.Volume{Name: "storage", VolumeSource: src})
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,16 +15,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	authv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
@@ -36,72 +25,6 @@ import (
 	"imagectl/internal/testenv"
 )
 
-// kubeEnv is the local cluster `make up K8S=1` started (hack/k8s.sh): its
-// admin configuration and a namespace of the test's own, deleted after.
-func kubeEnv(t *testing.T) (*rest.Config, kubernetes.Interface, string) {
-	t.Helper()
-	kc := os.Getenv("IMAGECTL_KUBECONFIG")
-	if kc == "" {
-		if os.Getenv("K8S") == "1" {
-			t.Fatal("K8S=1 but IMAGECTL_KUBECONFIG is not set: hack/k8s.sh writes it into .cache/env")
-		}
-		t.Skip("IMAGECTL_KUBECONFIG is not set: make up K8S=1 (or the whole make test) starts a local Kubernetes")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	ns := fmt.Sprintf("imagectl-e2e-%d", time.Now().UnixNano()%1e9)
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	// Pods are admitted once the namespace's default ServiceAccount exists.
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("namespace %s has no default ServiceAccount: %v", ns, err)
-	}
-	return cfg, cs, ns
-}
-
-// leftovers lists what a verification left in ns: Jobs, pods and
-// ConfigMaps with the verify label.
-func leftovers(t *testing.T, cs kubernetes.Interface, ns string) []string {
-	t.Helper()
-	ctx := context.Background()
-	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=imagectl-verify"}
-	var out []string
-	jobs, err := cs.BatchV1().Jobs(ns).List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, j := range jobs.Items {
-		out = append(out, "job/"+j.Name)
-	}
-	pods, err := cs.CoreV1().Pods(ns).List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		out = append(out, "pod/"+p.Name)
-	}
-	cms, err := cs.CoreV1().ConfigMaps(ns).List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cms.Items {
-		out = append(out, "configmap/"+c.Name)
-	}
-	return out
-}
-
 // TestKubernetesE2E verifies the demo image (no torch, CPU-only) through a
 // real Job on the local cluster: server-side applied, scheduled on the
 // kubelet's node, run through the init on containerd's CRI, its log
@@ -110,17 +33,19 @@ func leftovers(t *testing.T, cs kubernetes.Interface, ns string) []string {
 // Then each failure, produced for real, each a distinct error with its
 // exit code and nothing left behind: a GPU request no node offers, a
 // digest the registry does not have, a pull the private registry refuses
-// (401), an RBAC-limited ServiceAccount, a 5 s verify.timeout.
+// (401), an RBAC-limited ServiceAccount, a 5 s verify.timeout. Every run
+// but the RBAC-limited one acts as the ServiceAccount of
+// docs/kubernetes/verifier-rbac.yaml, applied as the docs give it.
 func TestKubernetesE2E(t *testing.T) {
-	cfg, cs, ns := kubeEnv(t)
+	k := testenv.GetKube(t)
+	ns := k.Namespace
 	e := testenv.Get(t)
 	ref, img, l := pushedDemo(t, e, "verify-e2e-k8s")
 	repo := ref.Context().String()
 	cpu := l
 	cpu.Verify.CPUOnly = true
-	// Every run but the RBAC-limited one acts as the verifier the docs describe.
-	applyRBAC(t, cs, ns)
-	verifier := tokenConfig(t, cfg, cs, ns, "imagectl-verifier")
+	k.ApplyDoc(t, "verifier-rbac.yaml")
+	verifier := k.TokenConfig(t, "imagectl-verifier")
 	run := func(t *testing.T, l *lock.Lock, ref name.Digest, rt *Kubernetes) (*Result, error) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -132,7 +57,7 @@ func TestKubernetesE2E(t *testing.T) {
 		t0 := time.Now()
 		res, err := Run(ctx, l, WithImage(ref), WithRuntime(rt), WithGPUProber(nil))
 		t.Logf("Run() took %.1fs: %v", time.Since(t0).Seconds(), err)
-		if left := leftovers(t, cs, ns); len(left) > 0 {
+		if left := k.Leftovers(t); len(left) > 0 {
 			t.Errorf("left behind in %s: %s", ns, strings.Join(left, ", "))
 		}
 		return res, err
@@ -221,7 +146,7 @@ func TestKubernetesE2E(t *testing.T) {
 	})
 
 	t.Run("an RBAC-limited ServiceAccount", func(t *testing.T) {
-		limited := limitedConfig(t, cfg, cs, ns)
+		limited := k.LimitedConfig(t)
 		_, err := run(t, cpu, ref, &Kubernetes{Config: limited})
 		if !errors.Is(err, ErrForbidden) || exitcode.Code(err) != exitcode.VerifyNotRun || !strings.Contains(err.Error(), "patch jobs") {
 			t.Fatalf("Run() error = %v (code %d), want ErrForbidden naming patch jobs, code %d", err, exitcode.Code(err), exitcode.VerifyNotRun)
@@ -274,95 +199,6 @@ func pushedDemo(t *testing.T, e testenv.Env, prefix string) (name.Digest, v1.Ima
 		t.Fatal(err)
 	}
 	return ref, img, l
-}
-
-// applyRBAC creates the objects of testdata/kubernetes-rbac.yaml (the
-// RBAC docs/verify.md gives) in ns.
-func applyRBAC(t *testing.T, cs kubernetes.Interface, ns string) {
-	t.Helper()
-	ctx := context.Background()
-	b, err := os.ReadFile("testdata/kubernetes-rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, doc := range strings.Split(strings.ReplaceAll(string(b), "NAMESPACE", ns), "\n---\n") {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		switch meta.Kind {
-		case "ServiceAccount":
-			var o corev1.ServiceAccount
-			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
-				_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &o, metav1.CreateOptions{})
-			}
-		case "Role":
-			var o rbacv1.Role
-			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
-				_, err = cs.RbacV1().Roles(ns).Create(ctx, &o, metav1.CreateOptions{})
-			}
-		case "RoleBinding":
-			var o rbacv1.RoleBinding
-			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
-				_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &o, metav1.CreateOptions{})
-			}
-		case "ClusterRole":
-			var o rbacv1.ClusterRole
-			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
-				if _, err = cs.RbacV1().ClusterRoles().Create(ctx, &o, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
-					err = nil // shared by every run
-				}
-			}
-		case "ClusterRoleBinding":
-			var o rbacv1.ClusterRoleBinding
-			if err = yaml.UnmarshalStrict([]byte(doc), &o); err == nil {
-				_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &o, metav1.CreateOptions{})
-				t.Cleanup(func() {
-					_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), o.Name, metav1.DeleteOptions{})
-				})
-			}
-		default:
-			t.Fatalf("testdata/kubernetes-rbac.yaml: unexpected kind %q", meta.Kind)
-		}
-		if err != nil {
-			t.Fatalf("creating the %s of testdata/kubernetes-rbac.yaml: %v", meta.Kind, err)
-		}
-	}
-}
-
-// limitedConfig is a ServiceAccount's client configuration in ns, allowed
-// to apply and delete ConfigMaps and nothing else.
-func limitedConfig(t *testing.T, cfg *rest.Config, cs kubernetes.Interface, ns string) *rest.Config {
-	t.Helper()
-	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "limited"}}
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "configmaps-only"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "patch", "delete"},
-	}}}
-	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "limited"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}}}
-	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return tokenConfig(t, cfg, cs, ns, sa.Name)
-}
-
-// tokenConfig is the client configuration of ServiceAccount sa in ns.
-func tokenConfig(t *testing.T, cfg *rest.Config, cs kubernetes.Interface, ns, sa string) *rest.Config {
-	t.Helper()
-	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), sa, &authv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: cfg.CAFile, CAData: cfg.CAData}, BearerToken: tok.Status.Token}
 }
 
 // cosignVerifiedResult checks the verification attestation on ref with the

@@ -107,6 +107,106 @@ func TestRenderJobCPUOnly(t *testing.T) {
 	}
 }
 
+// With no storage claim the storage is an emptyDir that carries the
+// lock's ready file (an empty file of the ConfigMap), as the container
+// runtimes' throwaway folder does, so the init finds the storage ready; a
+// claim's volume carries its own.
+func TestRenderJobReadyStorage(t *testing.T) {
+	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
+	l.Runtime.Storage.ReadyFile = "/tmp/imagectl-storage/.ready"
+	readyMount := func(job *batchv1.Job) *corev1.VolumeMount {
+		for _, m := range job.Spec.Template.Spec.Containers[0].VolumeMounts {
+			if m.MountPath == l.Runtime.Storage.ReadyFile {
+				return &m
+			}
+		}
+		return nil
+	}
+	cm, job, err := RenderJob(l, testRef, JobConfig{})
+	if err != nil {
+		t.Fatalf("RenderJob() error = %v", err)
+	}
+	var storage *corev1.Volume
+	for i, v := range job.Spec.Template.Spec.Volumes {
+		if v.Name == "storage" {
+			storage = &job.Spec.Template.Spec.Volumes[i]
+		}
+	}
+	if storage == nil || storage.EmptyDir == nil {
+		t.Fatalf("storage volume = %+v, want an emptyDir", storage)
+	}
+	m := readyMount(job)
+	if m == nil || m.Name != "probes" || m.SubPath != storageReadyKey || !m.ReadOnly {
+		t.Fatalf("mount at %s = %+v, want the ConfigMap's %s, read-only", l.Runtime.Storage.ReadyFile, m, storageReadyKey)
+	}
+	if v, ok := cm.Data[storageReadyKey]; !ok || v != "" {
+		t.Errorf("ConfigMap %s = %q (present %v), want an empty file", storageReadyKey, v, ok)
+	}
+	if err := ValidateJob(cm, job); err != nil {
+		t.Errorf("ValidateJob() = %v", err)
+	}
+
+	cm, job, err = RenderJob(l, testRef, JobConfig{StorageClaim: "verify-cache"})
+	if err != nil {
+		t.Fatalf("RenderJob() error = %v", err)
+	}
+	if m := readyMount(job); m != nil {
+		t.Errorf("with a claim, the ready file is mounted over it: %+v", m)
+	}
+	if _, ok := cm.Data[storageReadyKey]; ok {
+		t.Errorf("with a claim, the ConfigMap has %s", storageReadyKey)
+	}
+}
+
+// The YAML the docs give for pointing imagectl at a cluster is the YAML
+// the end-to-end tests apply: each page shows docs/kubernetes/NAME byte
+// for byte, and shows no other Kubernetes YAML.
+func TestDocsShowTheTestedYAML(t *testing.T) {
+	files := map[string]string{}
+	for _, n := range []string{"verifier-rbac.yaml", "verify-storage.yaml"} {
+		b, err := os.ReadFile("../../docs/kubernetes/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[n] = string(b)
+	}
+	for page, want := range map[string][]string{
+		"verify.md":    {"verifier-rbac.yaml"},
+		"scale-out.md": {"verifier-rbac.yaml", "verify-storage.yaml"},
+	} {
+		b, err := os.ReadFile("../../docs/" + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := map[string]bool{}
+		for i, block := range strings.Split(string(b), "```yaml\n")[1:] {
+			body, _, ok := strings.Cut(block, "```")
+			if !ok {
+				t.Fatalf("docs/%s: yaml block %d is not closed", page, i+1)
+			}
+			if !strings.Contains(body, "apiVersion:") {
+				continue
+			}
+			name := ""
+			for n, f := range files {
+				if body == f {
+					name = n
+				}
+			}
+			if name == "" {
+				t.Errorf("docs/%s: yaml block %d is none of docs/kubernetes/*.yaml as it is (copy the file in):\n%s", page, i+1, body)
+				continue
+			}
+			shown[name] = true
+		}
+		for _, n := range want {
+			if !shown[n] {
+				t.Errorf("docs/%s does not show docs/kubernetes/%s as it is", page, n)
+			}
+		}
+	}
+}
+
 // The Job runs the probes with the lock's interpreter (the venv made from
 // python.path) and has env.py check it.
 func TestRenderJobLockedPython(t *testing.T) {

@@ -34,8 +34,7 @@ type releaseFlags struct {
 	key, pub                 string
 	verifierKey, verifierPub string
 	runtime, containerd      string
-	kubeconfig, namespace    string
-	claim                    string
+	kube                     kubeFlags
 	requireContainer         bool
 	storage                  string
 	lockMissing, noPromote   bool
@@ -116,9 +115,7 @@ stops the image with exit 77, naming the host and the credential source.`,
 	fl.StringVar(&f.verifierKey, "verifier-key", "", "verifier key that signs the verification result")
 	fl.StringVar(&f.verifierPub, "verifier-pub", "", "verifier public key (default: --verifier-key with .pub)")
 	fl.StringVar(&f.runtime, "verify-runtime", "auto", "containerd, podman, docker, in-place, kubernetes (a Job per image on a GPU cluster, --jobs at once), or auto (containerd when its socket answers, else podman, else docker; never in-place or kubernetes)")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else in-cluster)")
-	fl.StringVar(&f.namespace, "namespace", "", "kubernetes: namespace of the verification Jobs (default the context's, else default)")
-	fl.StringVar(&f.claim, "storage-claim", "", "kubernetes: PersistentVolumeClaim mounted as each image's storage (default: an emptyDir)")
+	f.kube.add(cmd) // --kubeconfig, --context, --namespace, --storage-claim
 	fl.StringVar(&f.containerd, "containerd-address", "", "containerd socket (default $CONTAINERD_ADDRESS, else "+verify.DefaultContainerdAddress+")")
 	fl.BoolVar(&f.requireContainer, "require-container-runtime", false, "promote only digests verified in a container started from the digest")
 	fl.StringVar(&f.scan.db, "db", "", "vulnerability database (a grype v6 directory or archive, or an OCI artifact REF): scan each image before promotion, attest the result, and gate promotion on the spec's policy { vulnerabilities { ... } }")
@@ -169,9 +166,9 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		return err
 	}
 	defer closeBuilders()
-	rt, kind, why, err := release.SelectVerifyRuntime(ctx, verify.Detector{},
-		verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd, RegistryTLS: accessOf(cmd).TLSConfig(),
-			Kubeconfig: f.kubeconfig, Namespace: f.namespace, Job: verify.JobConfig{StorageClaim: f.claim}})
+	rc := verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd, RegistryTLS: accessOf(cmd).TLSConfig()}
+	f.kube.apply(&rc)
+	rt, kind, why, err := release.SelectVerifyRuntime(ctx, verify.Detector{}, rc)
 	if err != nil {
 		return err
 	}

@@ -31,9 +31,7 @@ type verifyFlags struct {
 	cdiDirs                               []string
 	jobLog                                string
 	renderJob, keep                       bool
-	kubeconfig, kubeContext               string
-	namespace                             string
-	claim                                 string
+	kube                                  kubeFlags
 	iters                                 int
 	warmup                                int
 	sign                                  bool
@@ -119,10 +117,7 @@ kubelet's pull was refused with 401.`,
 	fl.StringVar(&f.jobLog, "job-log", "", "kubernetes: evaluate this Job log (copied back by hand; never signable) instead of running the Job")
 	fl.BoolVar(&f.renderJob, "render-job", false, "kubernetes: print the ConfigMap and the Job instead of running them")
 	fl.BoolVar(&f.keep, "keep", false, "kubernetes: leave the Job, its pod and the ConfigMap in place (debugging)")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else in-cluster)")
-	fl.StringVar(&f.kubeContext, "context", "", "kubernetes: kubeconfig context (default its current context)")
-	fl.StringVar(&f.namespace, "namespace", "", "kubernetes: namespace of the Job (default the context's, else default)")
-	fl.StringVar(&f.claim, "storage-claim", "", "kubernetes: PersistentVolumeClaim for the storage (default: an emptyDir)")
+	f.kube.add(cmd) // --kubeconfig, --context, --namespace, --storage-claim
 	fl.IntVar(&f.iters, "iters", 20, "timed all-reduce iterations")
 	fl.IntVar(&f.warmup, "warmup", 5, "warm-up all-reduce iterations")
 	fl.BoolVar(&f.sign, "sign", false, "sign the result as an in-toto attestation on the image (needs --key)")
@@ -166,12 +161,13 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		}
 		opts = append(opts, verify.WithRuntime(&verify.Recorded{Log: b}), verify.WithGPUProber(nil))
 	} else {
-		sel, err := verify.Detector{}.Select(cmd.Context(), l, verify.RuntimeConfig{Kind: f.runtime, Image: ref, From: f.from,
+		rc := verify.RuntimeConfig{Kind: f.runtime, Image: ref, From: f.from,
 			Python: f.python, Storage: f.storage, ShmSize: f.shmSize, GPUMode: f.gpus, GPUs: f.gpuCount,
 			ContainerdAddress: f.containerd, ContainerdNamespace: f.ctrNamespace, Snapshotter: f.snapshotter,
-			CDISpecDirs: f.cdiDirs, PodmanArgs: f.podArgs, RegistryTLS: accessOf(cmd).TLSConfig(),
-			Kubeconfig: f.kubeconfig, KubeContext: f.kubeContext, Namespace: f.namespace, Keep: f.keep,
-			Job: verify.JobConfig{StorageClaim: f.claim, Iters: f.iters, Warmup: f.warmup}}, true)
+			CDISpecDirs: f.cdiDirs, PodmanArgs: f.podArgs, RegistryTLS: accessOf(cmd).TLSConfig(), Keep: f.keep,
+			Job: verify.JobConfig{Iters: f.iters, Warmup: f.warmup}}
+		f.kube.apply(&rc)
+		sel, err := verify.Detector{}.Select(cmd.Context(), l, rc, true)
 		if err != nil {
 			return err
 		}
@@ -203,7 +199,7 @@ func printRuntime(w io.Writer, who, kind, reason string) {
 }
 
 func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags, asJSON bool) error {
-	cm, job, err := verify.RenderJob(l, ref, verify.JobConfig{Namespace: f.namespace, StorageClaim: f.claim,
+	cm, job, err := verify.RenderJob(l, ref, verify.JobConfig{Namespace: f.kube.namespace, StorageClaim: f.kube.claim,
 		Python: f.python, ShmSize: f.shmSize, Iters: f.iters, Warmup: f.warmup})
 	if err != nil {
 		return err

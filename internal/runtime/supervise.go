@@ -94,11 +94,13 @@ func Listen(o ListenOptions) (p *Process, warn, err error) {
 	}
 	// The caller keeps its thread, and the thread the launcher's CPUs, until
 	// Start forks the command from it; the registrations run on the other
-	// threads, held on one other CPU while they last (see startupPin).
+	// threads, held on the CPU the registering goroutine starts on while
+	// they last (see startupPin).
 	goruntime.LockOSThread()
-	pinned, urgentCaught := make(chan struct{}), make(chan struct{})
+	mainThread := unix.Gettid()
+	urgentCaught := make(chan struct{})
 	go func() {
-		<-pinned
+		p.pin = pinOthers(mainThread)
 		notify := p.pin.notify
 		notify(p.forward, urgentSignals...)
 		close(urgentCaught)
@@ -111,8 +113,6 @@ func Listen(o ListenOptions) (p *Process, warn, err error) {
 		close(p.ready)
 		p.pin.restoreAll()
 	}()
-	p.pin = pinOthers()
-	close(pinned)
 	<-urgentCaught
 	if o.ParentDeath != 0 {
 		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(o.ParentDeath), 0, 0, 0); err != nil {

@@ -765,3 +765,98 @@ ssh-keygen -q -A >/dev/null; cp /etc/ssh/ssh_host_ed25519_key.pub "$DIR/before"`
 		t.Errorf("without sshd: exit %d, /etc/ssh %q, want empty", code, out)
 	}
 }
+
+// The init runs its start-up on one CPU (internal/runtime/affinity_linux.go);
+// the command must still get the CPUs its launcher gave the init, and the
+// init's own threads get them back once the command runs.
+func TestCommandInheritsLauncherAffinity(t *testing.T) {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		t.Skip("needs taskset (util-linux)")
+	}
+	var have unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &have); err != nil {
+		t.Fatal(err)
+	}
+	// A launcher's set of two CPUs (fewer and the init has nothing to pin;
+	// on a bigger machine two CPUs out of many is also a set the init must
+	// not mistake for "all").
+	var cpus []string
+	for i := 0; i < 1024 && len(cpus) < 2; i++ {
+		if have.IsSet(i) {
+			cpus = append(cpus, strconv.Itoa(i))
+		}
+	}
+	if len(cpus) < 2 {
+		t.Skip("needs two CPUs")
+	}
+	want := cpus[0] + "," + cpus[1]
+	if atoi(cpus[1]) == atoi(cpus[0])+1 {
+		want = cpus[0] + "-" + cpus[1]
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "runtime.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The command prints its own CPUs, then waits (for stdin to close) so
+	// that the test can look at the init's threads while it runs.
+	cmd := exec.Command("taskset", "-c", cpus[0]+","+cpus[1], initBin, "--", "sh", "-c", `grep Cpus_allowed_list /proc/self/status; echo $PPID; read -r _`)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "IMAGECTL_RUNTIME_CONFIG=" + filepath.Join(dir, "runtime.json")}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}()
+	r := bufio.NewReader(stdout)
+	l1, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(l1); len(f) != 2 || f[1] != want {
+		t.Errorf("the command runs with %q, want the launcher's CPUs %s", strings.TrimSpace(l1), want)
+	}
+	initPID := strings.TrimSpace(l2)
+	// The init sets its other threads back right after the fork: give it
+	// until the deadline to be seen doing so.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var wrong []string
+		tasks, _ := os.ReadDir("/proc/" + initPID + "/task")
+		for _, e := range tasks {
+			b, err := os.ReadFile("/proc/" + initPID + "/task/" + e.Name() + "/status")
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(l); len(f) == 2 && f[0] == "Cpus_allowed_list:" && f[1] != want {
+					wrong = append(wrong, "thread "+e.Name()+": "+f[1])
+				}
+			}
+		}
+		if len(tasks) > 0 && len(wrong) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the init's threads still run on other CPUs than the launcher's %s after the command started: %v (%d threads)", want, wrong, len(tasks))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}

@@ -25,13 +25,13 @@ import (
 // the same CPU a wake-up is a context switch there. See docs/init.md
 // ("Start-up").
 //
-// Only the registrations are pinned, to the CPU the registering goroutine
-// starts on: the main goroutine stays locked to its thread, which keeps the
-// launcher's CPUs, so the preparation steps run beside them, and the
-// command, forked from that thread, inherits the launcher's affinity as it
-// always did. The other threads get the launcher's CPUs back as soon as the
-// registrations are done (restoreAll), and again after the fork; or at once
-// when that CPU turns out to be busy (see notify).
+// Only the registrations are pinned: the main goroutine stays locked to its
+// thread, which keeps the launcher's CPUs, so the preparation steps run
+// beside them on another CPU, and the command, forked from that thread,
+// inherits the launcher's affinity as it always did. The other threads get
+// the launcher's CPUs back as soon as the registrations are done
+// (restoreAll), and again after the fork; or at once when that CPU turns
+// out to be busy (see notify).
 type startupPin struct {
 	orig   unix.CPUSet
 	pinned bool
@@ -65,30 +65,37 @@ func (p *startupPin) notify(c chan<- os.Signal, sigs ...os.Signal) {
 	}
 }
 
-// pinOthers pins every thread of the process but the thread keep to the
-// CPU the caller runs on, a CPU the kernel just found free for it. keep is
-// the thread the command will be forked from (locked to its goroutine); it
-// keeps the launcher's CPUs. It changes nothing when the launcher allows
-// one CPU only, or when the affinity cannot be read or set (a seccomp
-// profile that refuses sched_setaffinity): the init then starts as before,
-// only slower.
-func pinOthers(keep int) *startupPin {
+// pinOthers pins every thread of the process but the calling one to one
+// CPU of the caller's affinity, the next after the one it runs on. The
+// caller must be locked to its thread (runtime.LockOSThread). It changes
+// nothing when the launcher allows one CPU only, or when the affinity
+// cannot be read or set (a seccomp profile that refuses sched_setaffinity):
+// the init then starts as before, only slower.
+func pinOthers() *startupPin {
 	p := &startupPin{}
 	if unix.SchedGetaffinity(0, &p.orig) != nil || p.orig.Count() < 2 {
 		return p
 	}
 	var cpu uint32
-	if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); e != 0 || !p.orig.IsSet(int(cpu)) {
+	if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); e != 0 {
 		return p
 	}
+	// The next allowed CPU after the caller's: a neighbour, and not the same
+	// CPU (the lowest one, say) for every container started on the node.
 	var one unix.CPUSet
-	one.Set(int(cpu))
+	for d := 1; d < len(one)*64; d++ {
+		if i := (int(cpu) + d) % (len(one) * 64); p.orig.IsSet(i) {
+			one.Set(i)
+			break
+		}
+	}
+	self := unix.Gettid()
 	// Threads created from here on inherit the affinity of the thread that
 	// creates them: one pass covers them too, except those created during
-	// the pass by a thread not yet pinned, or by keep, which only makes the
-	// start-up slower.
+	// the pass by a thread not yet pinned, or by the caller's, which only
+	// makes the start-up slower.
 	p.pinned = eachThread(func(tid int) {
-		if tid != keep {
+		if tid != self {
 			_ = unix.SchedSetaffinity(tid, &one)
 		}
 	}) == nil

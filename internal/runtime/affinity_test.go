@@ -59,7 +59,7 @@ func lockThread(t *testing.T) unix.CPUSet {
 
 func TestPinOthersKeepsTheCaller(t *testing.T) {
 	before := lockThread(t)
-	p := pinOthers(unix.Gettid())
+	p := pinOthers()
 	defer p.restoreAll()
 	var after unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &after); err != nil {
@@ -108,7 +108,7 @@ func TestNotifyGivesTheCPUsBackWhenBusy(t *testing.T) {
 	// Every registration counts as slow: the second one must release.
 	defer func(d time.Duration) { busyCPU = d }(busyCPU)
 	busyCPU = 0
-	p := pinOthers(unix.Gettid())
+	p := pinOthers()
 	defer p.restoreAll()
 	if !p.pinned {
 		t.Fatal("not pinned with two CPUs or more")

@@ -94,13 +94,11 @@ func Listen(o ListenOptions) (p *Process, warn, err error) {
 	}
 	// The caller keeps its thread, and the thread the launcher's CPUs, until
 	// Start forks the command from it; the registrations run on the other
-	// threads, held on the CPU the registering goroutine starts on while
-	// they last (see startupPin).
+	// threads, held on one other CPU while they last (see startupPin).
 	goruntime.LockOSThread()
-	mainThread := unix.Gettid()
-	urgentCaught := make(chan struct{})
+	pinned, urgentCaught := make(chan struct{}), make(chan struct{})
 	go func() {
-		p.pin = pinOthers(mainThread)
+		<-pinned
 		notify := p.pin.notify
 		notify(p.forward, urgentSignals...)
 		close(urgentCaught)
@@ -113,6 +111,8 @@ func Listen(o ListenOptions) (p *Process, warn, err error) {
 		close(p.ready)
 		p.pin.restoreAll()
 	}()
+	p.pin = pinOthers()
+	close(pinned)
 	<-urgentCaught
 	if o.ParentDeath != 0 {
 		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(o.ParentDeath), 0, 0, 0); err != nil {

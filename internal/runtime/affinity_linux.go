@@ -42,8 +42,7 @@ type startupPin struct {
 }
 
 // busyCPU is how long one registration may take before notify gives up the
-// single CPU: tens of microseconds when that CPU is free (35-40 on the
-// development machine, about 17 unpinned on the idle GPU host),
+// single CPU: tens of microseconds when that CPU is free (5 to 50 measured),
 // milliseconds when it runs someone else's work (a loaded host), where the
 // threads do better with every CPU the launcher allows.
 var busyCPU = 500 * time.Microsecond

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -31,8 +31,6 @@ type Process struct {
 	chld    chan os.Signal
 	// ready is closed once every signal is caught (see Listen).
 	ready chan struct{}
-	// pin holds the signal registrations on one CPU (see startupPin).
-	pin *startupPin
 }
 
 // ListenOptions are what Listen sets up besides catching signals.
@@ -64,14 +62,12 @@ var urgentSignals = []os.Signal{
 // (no subreaper); err is one it cannot.
 //
 // Each os/signal registration is a round trip to the runtime's signal
-// thread (about 17 us each, 1 ms for all 57, on the idle 16-core GPU host;
-// see startupPin for how Listen makes them cheaper): only urgentSignals are
-// registered before Listen returns; the rest,
+// thread (tens of microseconds on a busy machine; about 0.5 ms for all 55):
+// only urgentSignals are registered before Listen returns; the rest,
 // which the runtime drops while nobody catches them (as the init drops any
 // signal but SIGTERM/SIGINT before the command starts), are registered
 // beside the preparation steps, and Start waits for them before it forks
-// the command. Listen locks the calling goroutine to its thread until Start
-// (call both from the main goroutine).
+// the command.
 func Listen(o ListenOptions) (p *Process, warn, err error) {
 	p = &Process{
 		forward: make(chan os.Signal, 128),
@@ -82,6 +78,7 @@ func Listen(o ListenOptions) (p *Process, warn, err error) {
 	// registration could undo it. The command, forked later, inherits the
 	// defaults (the handlers the Go runtime installs are reset in the child).
 	resetIgnoredSignals()
+	signal.Notify(p.forward, urgentSignals...)
 	urgent := map[os.Signal]bool{}
 	for _, s := range urgentSignals {
 		urgent[s] = true
@@ -92,28 +89,15 @@ func Listen(o ListenOptions) (p *Process, warn, err error) {
 			rest = append(rest, s)
 		}
 	}
-	// The caller keeps its thread, and the thread the launcher's CPUs, until
-	// Start forks the command from it; the registrations run on the other
-	// threads, held on one other CPU while they last (see startupPin).
-	goruntime.LockOSThread()
-	pinned, urgentCaught := make(chan struct{}), make(chan struct{})
 	go func() {
-		<-pinned
-		notify := p.pin.notify
-		notify(p.forward, urgentSignals...)
-		close(urgentCaught)
-		notify(p.forward, rest...)
-		notify(p.chld, syscall.SIGCHLD)
+		signal.Notify(p.forward, rest...)
+		signal.Notify(p.chld, syscall.SIGCHLD)
 		// Caught and dropped, never ignored (an ignored disposition would
 		// be inherited by the command): writing to the terminal from the
 		// background must not stop the init.
-		notify(make(chan os.Signal, 1), syscall.SIGTTIN, syscall.SIGTTOU)
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGTTIN, syscall.SIGTTOU)
 		close(p.ready)
-		p.pin.restoreAll()
 	}()
-	p.pin = pinOthers()
-	close(pinned)
-	<-urgentCaught
 	if o.ParentDeath != 0 {
 		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(o.ParentDeath), 0, 0, 0); err != nil {
 			return p, nil, fmt.Errorf("setting the parent-death signal %s: %w", SignalName(o.ParentDeath), err)
@@ -227,15 +211,11 @@ func (p *Process) Start(ctx context.Context, argv, env []string) (pid, code int,
 		// ^C from the terminal then reaches the command once, not twice.
 		attr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
 	}
-	// Forked from the thread Listen locked: the command inherits its
-	// affinity, the launcher's.
 	pid, err = syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   attr,
 	})
-	goruntime.UnlockOSThread()
-	p.pin.restoreAll() // again: threads created while the registrations ran
 	if err != nil {
 		code := 126
 		if errors.Is(err, syscall.ENOENT) {

@@ -3,6 +3,7 @@ package lock
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"imagectl/internal/compat"
 	"imagectl/internal/spec"
 )
 
@@ -262,5 +264,29 @@ func TestCheckPlatformBuilders(t *testing.T) {
 	}
 	if r, ok := o.runnerFor("linux/amd64").(*buildkitRunner); !ok || r.addr != "unix:///a.sock" {
 		t.Errorf("runnerFor(linux/amd64) = %#v, want WithBuildkit's", o.runnerFor("linux/amd64"))
+	}
+}
+
+// PlatformName names every platform a lock can have as v1.Platform.String
+// and v1.ParsePlatform do (the lock's Base.Platform is String of a parsed
+// name), variant included; an image's OSVersion, which String appends, is
+// not part of the name.
+func TestPlatformName(t *testing.T) {
+	names := append(slices.Clone(compat.Platforms), "linux/arm64/v8", "linux/arm/v7")
+	for _, n := range names {
+		p, err := v1.ParsePlatform(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := PlatformName(p); got != n || got != p.String() {
+			t.Errorf("PlatformName(ParsePlatform(%q)) = %q, want %q (String: %q)", n, got, n, p.String())
+		}
+	}
+	p := &v1.Platform{OS: "linux", Architecture: "amd64", OSVersion: "10.0.17763"}
+	if got := PlatformName(p); got != "linux/amd64" {
+		t.Errorf("PlatformName(%+v) = %q, want linux/amd64 (String is %q)", *p, got, p.String())
+	}
+	if got := PlatformName(nil); got != "" {
+		t.Errorf("PlatformName(nil) = %q, want \"\"", got)
 	}
 }

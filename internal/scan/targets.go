@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"imagectl/internal/sign"
+	"imagectl/internal/lock"
 )
 
 // Target is one image a scan reads: a single-platform image, or one
@@ -48,7 +48,7 @@ func Targets(ctx context.Context, ref name.Digest, opts ...Option) ([]Target, er
 		if m.Platform == nil {
 			return nil, fmt.Errorf("image index %s: manifest %s has no platform", ref, m.Digest)
 		}
-		out = append(out, Target{Platform: sign.PlatformName(m.Platform), Ref: ref.Context().Digest(m.Digest.String())})
+		out = append(out, Target{Platform: lock.PlatformName(m.Platform), Ref: ref.Context().Digest(m.Digest.String())})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("image index %s holds no image", ref)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
@@ -217,16 +216,6 @@ func complete(ctx context.Context, ref name.Digest, req []Attestation, lockPred 
 	return nil
 }
 
-// PlatformName is p as "os/arch" or "os/arch/variant", the way locks and
-// flags name platforms.
-func PlatformName(p *v1.Platform) string {
-	s := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		s += "/" + p.Variant
-	}
-	return s
-}
-
 // Child is one platform's image inside an image index.
 type Child struct {
 	Platform string
@@ -254,7 +243,7 @@ func Children(ctx context.Context, ref name.Digest, l *lock.Lock, opts ...Option
 		if m.Platform == nil {
 			return nil, fmt.Errorf("image index %s: manifest %s has no platform", ref, m.Digest)
 		}
-		p := PlatformName(m.Platform)
+		p := lock.PlatformName(m.Platform)
 		if _, dup := byPlatform[p]; dup {
 			return nil, fmt.Errorf("image index %s has two %s images", ref, p)
 		}

@@ -40,6 +40,18 @@ func PlatformName(p *v1.Platform) string {
 	return s
 }
 
+// ParsePlatformName parses s, a platform as a flag or an option names one
+// (--builder linux/arm64=..., WithPlatformBuildkit): OS/ARCH[/VARIANT],
+// both OS and ARCH given, at most two slashes. It returns the platform as
+// v1.Platform.String writes it, the key its builder is found by.
+func ParsePlatformName(s string) (string, error) {
+	p, err := v1.ParsePlatform(s)
+	if err != nil || p.OS == "" || p.Architecture == "" || strings.Count(s, "/") > 2 {
+		return "", fmt.Errorf("platform %q: want OS/ARCH[/VARIANT], e.g. linux/arm64", s)
+	}
+	return p.String(), nil
+}
+
 // ForPlatform returns the single-platform lock of platform p: l with Base,
 // Python, Resolver, Apt and Pip of p and no further platforms. Its Digest
 // stays l's, the lock the image of p is built from. The build, the SBOM and

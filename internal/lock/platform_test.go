@@ -290,3 +290,23 @@ func TestPlatformName(t *testing.T) {
 		t.Errorf("PlatformName(nil) = %q, want \"\"", got)
 	}
 }
+
+// ParsePlatformName is the one rule for a builder's platform, whether a
+// --builder flag (build.ParseBuilder) or an option names it.
+func TestParsePlatformName(t *testing.T) {
+	for in, want := range map[string]string{"linux/arm64": "linux/arm64", "linux/arm/v7": "linux/arm/v7", " linux/amd64 ": "linux/amd64"} {
+		if got, err := ParsePlatformName(in); err != nil || got != want {
+			t.Errorf("ParsePlatformName(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "linux", "linux/", "/arm64", "linux/arm64/v8/x", "linux/amd64:a/b/c"} {
+		if got, err := ParsePlatformName(in); err == nil || !strings.Contains(err.Error(), "want OS/ARCH[/VARIANT]") {
+			t.Errorf("ParsePlatformName(%q) = %q, %v; want an OS/ARCH[/VARIANT] error", in, got, err)
+		}
+	}
+	for _, opt := range []Option{WithPlatformBuildkit("linux", "tcp://arm:1234"), WithPlatformRunner("linux/", &fakeRunner{})} {
+		if _, err := makeOptions([]Option{opt}); err == nil || !strings.HasPrefix(err.Error(), "builder platform ") {
+			t.Errorf("an option's bad platform: error %v, want builder platform ...", err)
+		}
+	}
+}

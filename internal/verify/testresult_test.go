@@ -80,6 +80,25 @@ func TestTestResult(t *testing.T) {
 	}
 }
 
+// pushRandomImage pushes a random image to pytorch on the registry s and
+// returns its digest.
+func pushRandomImage(t *testing.T, s *httptest.Server) name.Digest {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := img.Digest()
+	ref, err := name.NewDigest(strings.TrimPrefix(s.URL, "http://") + "/pytorch@" + h.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
 // TestAttestTestResult: Attest writes the test-result attestation beside
 // imagectl's own, under the same key, bound to the digest, PASSED or FAILED.
 func TestAttestTestResult(t *testing.T) {
@@ -95,18 +114,7 @@ func TestAttestTestResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, passed := range []bool{true, false} {
-		img, err := random.Image(256, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, _ := img.Digest()
-		ref, err := name.NewDigest(strings.TrimPrefix(s.URL, "http://") + "/pytorch@" + h.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
+		ref := pushRandomImage(t, s)
 		res := &Result{Image: ref.String(), Digest: ref.DigestStr(), LockDigest: "sha256:" + strings.Repeat("2", 64), Runtime: "containerd",
 			Proof: ProofRuntime, Passed: passed, Checks: []Check{{Name: "torch.cuda", Status: map[bool]Status{true: Pass, false: Fail}[passed]}},
 			StartedAt: time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC), Duration: "3s"}
@@ -147,22 +155,7 @@ func TestAttestTestResultAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := sign.WithKey(priv, []byte("pw"))
-	push := func() name.Digest {
-		t.Helper()
-		img, err := random.Image(256, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, _ := img.Digest()
-		ref, err := name.NewDigest(strings.TrimPrefix(s.URL, "http://") + "/pytorch@" + h.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
-		return ref
-	}
+	push := func() name.Digest { return pushRandomImage(t, s) }
 	result := func(ref name.Digest) *Result {
 		return &Result{Image: ref.String(), Digest: ref.DigestStr(), LockDigest: "sha256:" + strings.Repeat("3", 64), Runtime: "containerd",
 			Proof: ProofRuntime, Passed: true, Checks: []Check{{Name: "torch.cuda", Status: Pass}, {Name: "nccl.allreduce.busbw", Status: Skip}},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -359,5 +360,35 @@ func TestSetAccess(t *testing.T) {
 	}
 	if err := SetAccess(&field, a); err != nil || field != a {
 		t.Fatalf("SetAccess(a) = %v, field is a: %v; want nil and a stored", err, field == a)
+	}
+}
+
+// NotFound is a registry's 404 only, wrapped or not: not a 401, not a 5xx,
+// not an error without a registry answer.
+func TestNotFound(t *testing.T) {
+	s := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer s.Close()
+	missing, err := name.ParseReference(strings.TrimPrefix(s.URL, "http://") + "/nothing:here")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err404 := remote.Get(missing)
+	if !NotFound(err404) || !NotFound(fmt.Errorf("reading: %w", err404)) {
+		t.Errorf("NotFound(%v) = false, want true (also wrapped)", err404)
+	}
+	for _, status := range []int{http.StatusUnauthorized, http.StatusInternalServerError} {
+		bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
+		ref, err := name.ParseReference(strings.TrimPrefix(bad.URL, "http://") + "/demo:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = remote.Get(ref, remote.WithRetryBackoff(remote.Backoff{Steps: 1}))
+		bad.Close()
+		if err == nil || NotFound(err) {
+			t.Errorf("status %d: NotFound(%v) = true, want false", status, err)
+		}
+	}
+	if NotFound(nil) || NotFound(errors.New("no such thing")) {
+		t.Errorf("NotFound of nil or a plain error = true")
 	}
 }

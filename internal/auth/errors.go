@@ -54,6 +54,14 @@ func Denied(status int) bool {
 	return status == http.StatusUnauthorized || status == http.StatusForbidden
 }
 
+// NotFound reports whether a registry answered 404 anywhere in err's
+// chain (a ggcr transport.Error): the manifest, tag or blob asked for is
+// not there. Every other error, a registry's 5xx or 401 included, is not.
+func NotFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
+}
+
 // Classify turns a registry 401/403 anywhere in err's chain (a ggcr
 // transport.Error) into an *Error naming the registry and the Docker
 // config source tried; other errors, and errors already classified, come

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/client"
 
 	"imagectl/internal/lock"
@@ -33,9 +32,9 @@ func ParseBuilder(s string) (Builder, error) {
 	if !ok || plat == "" || addr == "" {
 		return Builder{}, fmt.Errorf("want PLATFORM=ADDRESS, e.g. linux/arm64=tcp://arm-builder:1234")
 	}
-	p, err := v1.ParsePlatform(plat)
-	if err != nil || p.OS == "" || p.Architecture == "" || strings.Count(plat, "/") > 2 {
-		return Builder{}, fmt.Errorf("platform %q: want OS/ARCH[/VARIANT], e.g. linux/arm64", plat)
+	pname, err := lock.ParsePlatformName(plat)
+	if err != nil {
+		return Builder{}, err
 	}
 	u, err := url.Parse(addr)
 	if err != nil || u.Scheme == "" || !strings.Contains(addr, "://") {
@@ -44,7 +43,7 @@ func ParseBuilder(s string) (Builder, error) {
 	if u.Scheme == "tcp" && (u.Hostname() == "" || u.Port() == "") {
 		return Builder{}, fmt.Errorf("address %q: want tcp://HOST:PORT", addr)
 	}
-	return Builder{Platform: p.String(), Addr: addr}, nil
+	return Builder{Platform: pname, Addr: addr}, nil
 }
 
 // ParseBuilders parses every value; a platform given twice is an error.

@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"imagectl/internal/lock"
 )
 
 // LayerSets are the layer digests of a published image by platform
@@ -29,7 +31,7 @@ func PublishedLayers(ctx context.Context, d name.Digest, opts ...remote.Option) 
 		if err != nil {
 			return nil, err
 		}
-		if out[platformName(cf.Platform())], err = layerSet(img); err != nil {
+		if out[lock.PlatformName(cf.Platform())], err = layerSet(img); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -50,7 +52,7 @@ func PublishedLayers(ctx context.Context, d name.Digest, opts ...remote.Option) 
 		if err != nil {
 			return nil, err
 		}
-		if out[platformName(m.Platform)], err = layerSet(img); err != nil {
+		if out[lock.PlatformName(m.Platform)], err = layerSet(img); err != nil {
 			return nil, err
 		}
 	}
@@ -75,18 +77,6 @@ func (s LayerSets) Changed(platform string, layers []LayerInfo) Change {
 		}
 	}
 	return c
-}
-
-// platformName is p as the lock names platforms: OS/ARCH[/VARIANT].
-func platformName(p *v1.Platform) string {
-	if p == nil {
-		return ""
-	}
-	n := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		n += "/" + p.Variant
-	}
-	return n
 }
 
 func layerSet(img v1.Image) (map[string]bool, error) {

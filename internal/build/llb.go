@@ -2,7 +2,6 @@ package build
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"imagectl/internal/auth"
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
+	"imagectl/internal/pep"
 )
 
 // Paths inside the image.
@@ -291,7 +291,7 @@ func debFilename(d lock.Deb) string {
 // sha256Digest accepts "hex" or "sha256:hex".
 func sha256Digest(s string) (digest.Digest, error) {
 	h := strings.TrimPrefix(strings.ToLower(s), "sha256:")
-	if b, err := hex.DecodeString(h); err != nil || len(b) != 32 {
+	if !pep.IsSHA256(h) {
 		return "", fmt.Errorf("sha256 %q is not 64 hex digits", s)
 	}
 	return digest.Digest("sha256:" + h), nil

@@ -362,3 +362,19 @@ func TestDefinitionMissingInit(t *testing.T) {
 		t.Fatalf("Definition() without an init = %v, want a not-exist error", err)
 	}
 }
+
+// sha256Digest takes the lock's hex, either case, with or without
+// "sha256:", and refuses anything that is not 64 hex digits.
+func TestSHA256Digest(t *testing.T) {
+	lower := strings.Repeat("ab", 32)
+	for _, in := range []string{lower, strings.ToUpper(lower), "sha256:" + lower, "SHA256:" + strings.ToUpper(lower)} {
+		if d, err := sha256Digest(in); err != nil || string(d) != "sha256:"+lower {
+			t.Errorf("sha256Digest(%q) = %q, %v; want sha256:%s", in, d, err, lower)
+		}
+	}
+	for _, in := range []string{"", "sha256:", lower[:62], lower + "ab", strings.Repeat("g", 64), "sha512:" + lower} {
+		if d, err := sha256Digest(in); err == nil {
+			t.Errorf("sha256Digest(%q) = %q, want an error", in, d)
+		}
+	}
+}

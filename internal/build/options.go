@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/moby/buildkit/client"
 
 	"imagectl/internal/auth"
+	"imagectl/internal/lock"
 )
 
 // Option configures State, Definition and Solve.
@@ -236,14 +236,14 @@ func WithPlatformClient(platform string, c Client) Option {
 		if c == nil {
 			return fmt.Errorf("builder of %s is nil", platform)
 		}
-		p, err := v1.ParsePlatform(platform)
-		if err != nil || p.OS == "" || p.Architecture == "" {
-			return fmt.Errorf("builder platform %q: want OS/ARCH[/VARIANT], e.g. linux/arm64", platform)
+		name, err := lock.ParsePlatformName(platform)
+		if err != nil {
+			return fmt.Errorf("builder %w", err)
 		}
 		if o.clients == nil {
 			o.clients = map[string]Client{}
 		}
-		o.clients[p.String()] = c
+		o.clients[name] = c
 		return nil
 	}
 }

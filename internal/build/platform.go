@@ -30,13 +30,9 @@ func platformOf(l *lock.Lock) (ocispecs.Platform, error) {
 	return ocispecs.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant}, nil
 }
 
-// platformString is "os/arch[/variant]".
+// platformString is p as the lock names it (lock.PlatformName).
 func platformString(p ocispecs.Platform) string {
-	s := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		s += "/" + p.Variant
-	}
-	return s
+	return lock.PlatformName(&v1.Platform{OS: p.OS, Architecture: p.Architecture, Variant: p.Variant})
 }
 
 // elfMachines maps a GOARCH to the ELF machine of its binaries.

@@ -104,3 +104,19 @@ func TestInitArch(t *testing.T) {
 		t.Errorf("initPathFor(linux/arm64) with WithPlatformInit = %s", got)
 	}
 }
+
+// A lock's platform, variant included, names its build the way the lock
+// names it: platformOf then platformString gives Base.Platform back.
+func TestPlatformStringOfLock(t *testing.T) {
+	for _, n := range []string{"linux/amd64", "linux/arm64", "linux/arm/v7"} {
+		l := unitLock()
+		l.Base.Platform = n
+		p, err := platformOf(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := platformString(p); got != n {
+			t.Errorf("platformString(platformOf(lock of %s)) = %q", n, got)
+		}
+	}
+}

@@ -2,16 +2,14 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/mirror"
 )
 
@@ -47,8 +45,7 @@ func resolveBase(ctx context.Context, ref, mirrorPrefix string, platform v1.Plat
 	opts := append(append([]remote.Option{}, ropts...), remote.WithContext(ctx))
 	desc, err := remote.Get(r, opts...)
 	if err != nil {
-		var te *transport.Error
-		if mirrorPrefix != "" && errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+		if mirrorPrefix != "" && auth.NotFound(err) {
 			return Base{}, 0, &NotMirroredError{Base: ref, Mirror: r.String(), Err: err}
 		}
 		return Base{}, 0, fmt.Errorf("resolving base %q: %w", r, err)

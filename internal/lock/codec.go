@@ -12,6 +12,7 @@ import (
 
 	"imagectl/internal/atomicfile"
 	"imagectl/internal/exitcode"
+	"imagectl/internal/strictjson"
 )
 
 // TamperedError reports a lock whose content does not match its digest.
@@ -134,14 +135,9 @@ func encode(l *Lock) ([]byte, error) {
 // Parse reads a lock strictly: unknown fields, trailing data, another schema
 // version or a digest mismatch are errors. path is used in messages only.
 func Parse(path string, b []byte) (*Lock, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var l Lock
-	if err := dec.Decode(&l); err != nil {
+	if err := strictjson.Decode(b, &l, "lock object"); err != nil {
 		return nil, &FormatError{Path: path, Err: err}
-	}
-	if dec.More() {
-		return nil, &FormatError{Path: path, Err: errors.New("trailing data after the lock object")}
 	}
 	if l.SchemaVersion != SchemaVersion {
 		return nil, &FormatError{Path: path, Err: fmt.Errorf("schema_version %d is not supported (this imagectl reads version %d)", l.SchemaVersion, SchemaVersion)}

@@ -39,6 +39,8 @@ func TestParseRejects(t *testing.T) {
 		{name: "wrong version", in: bytes.Replace(good, []byte(`"schema_version": 1`), []byte(`"schema_version": 9`), 1), code: exitcode.Failure},
 		{name: "unknown field", in: bytes.Replace(good, []byte(`"name": "demo"`), []byte(`"name": "demo", "extra": 1`), 1), code: exitcode.Failure},
 		{name: "trailing data", in: append(append([]byte{}, good...), []byte("{}")...), code: exitcode.Failure},
+		{name: "trailing brace", in: append(append([]byte{}, good...), []byte("}")...), code: exitcode.Failure},
+		{name: "trailing bracket", in: append(append([]byte{}, good...), []byte("]")...), code: exitcode.Failure},
 		{name: "version edited", in: bytes.Replace(good, []byte(`"version": "1.0.0"`), []byte(`"version": "1.0.1"`), 1), code: exitcode.LockTampered, tamper: true},
 		{name: "hash edited", in: bytes.Replace(good, []byte(strings.Repeat("5", 64)), []byte(strings.Repeat("6", 64)), 1), code: exitcode.LockTampered, tamper: true},
 	} {

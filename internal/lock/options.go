@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/moby/buildkit/client"
 
@@ -84,14 +83,14 @@ func (o *options) runnerFor(p string) Runner {
 }
 
 func (o *options) setPlatform(platform string, b platformBuilder) error {
-	p, err := v1.ParsePlatform(platform)
-	if err != nil || p.OS == "" || p.Architecture == "" {
-		return fmt.Errorf("builder platform %q: want OS/ARCH[/VARIANT], e.g. linux/arm64", platform)
+	name, err := ParsePlatformName(platform)
+	if err != nil {
+		return fmt.Errorf("builder %w", err)
 	}
 	if o.platforms == nil {
 		o.platforms = map[string]platformBuilder{}
 	}
-	o.platforms[p.String()] = b
+	o.platforms[name] = b
 	return nil
 }
 

@@ -3,6 +3,7 @@ package lock
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"imagectl/internal/compat"
 	"imagectl/internal/spec"
 )
 
@@ -262,5 +264,49 @@ func TestCheckPlatformBuilders(t *testing.T) {
 	}
 	if r, ok := o.runnerFor("linux/amd64").(*buildkitRunner); !ok || r.addr != "unix:///a.sock" {
 		t.Errorf("runnerFor(linux/amd64) = %#v, want WithBuildkit's", o.runnerFor("linux/amd64"))
+	}
+}
+
+// PlatformName names every platform a lock can have as v1.Platform.String
+// and v1.ParsePlatform do (the lock's Base.Platform is String of a parsed
+// name), variant included; an image's OSVersion, which String appends, is
+// not part of the name.
+func TestPlatformName(t *testing.T) {
+	names := append(slices.Clone(compat.Platforms), "linux/arm64/v8", "linux/arm/v7")
+	for _, n := range names {
+		p, err := v1.ParsePlatform(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := PlatformName(p); got != n || got != p.String() {
+			t.Errorf("PlatformName(ParsePlatform(%q)) = %q, want %q (String: %q)", n, got, n, p.String())
+		}
+	}
+	p := &v1.Platform{OS: "linux", Architecture: "amd64", OSVersion: "10.0.17763"}
+	if got := PlatformName(p); got != "linux/amd64" {
+		t.Errorf("PlatformName(%+v) = %q, want linux/amd64 (String is %q)", *p, got, p.String())
+	}
+	if got := PlatformName(nil); got != "" {
+		t.Errorf("PlatformName(nil) = %q, want \"\"", got)
+	}
+}
+
+// ParsePlatformName is the one rule for a builder's platform, whether a
+// --builder flag (build.ParseBuilder) or an option names it.
+func TestParsePlatformName(t *testing.T) {
+	for in, want := range map[string]string{"linux/arm64": "linux/arm64", "linux/arm/v7": "linux/arm/v7", " linux/amd64 ": "linux/amd64"} {
+		if got, err := ParsePlatformName(in); err != nil || got != want {
+			t.Errorf("ParsePlatformName(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "linux", "linux/", "/arm64", "linux/arm64/v8/x", "linux/amd64:a/b/c"} {
+		if got, err := ParsePlatformName(in); err == nil || !strings.Contains(err.Error(), "want OS/ARCH[/VARIANT]") {
+			t.Errorf("ParsePlatformName(%q) = %q, %v; want an OS/ARCH[/VARIANT] error", in, got, err)
+		}
+	}
+	for _, opt := range []Option{WithPlatformBuildkit("linux", "tcp://arm:1234"), WithPlatformRunner("linux/", &fakeRunner{})} {
+		if _, err := makeOptions([]Option{opt}); err == nil || !strings.HasPrefix(err.Error(), "builder platform ") {
+			t.Errorf("an option's bad platform: error %v, want builder platform ...", err)
+		}
 	}
 }

@@ -17,15 +17,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
 	"imagectl/internal/spec"
@@ -241,7 +240,7 @@ func copyBase(ctx context.Context, src string, dst name.Repository, o *options) 
 		dstTag := dst.Tag(tag.TagStr())
 		r.Tag = dstTag.String()
 		cur, err := remote.Head(dstTag, ropts...)
-		if err != nil && !isNotFound(err) {
+		if err != nil && !auth.NotFound(err) {
 			return Result{}, fmt.Errorf("looking up %s in the mirror: %w", dstTag, err)
 		}
 		if err != nil || cur.Digest != desc.Digest {
@@ -291,15 +290,10 @@ func platforms(desc *remote.Descriptor) ([]string, error) {
 
 func exists(ref name.Reference, ropts []remote.Option) (bool, error) {
 	if _, err := remote.Head(ref, ropts...); err != nil {
-		if isNotFound(err) {
+		if auth.NotFound(err) {
 			return false, nil
 		}
 		return false, err
 	}
 	return true, nil
-}
-
-func isNotFound(err error) bool {
-	var te *transport.Error
-	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }

@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"path/filepath"
 	"sort"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
@@ -312,8 +311,7 @@ func (o *options) do(ctx context.Context, a *Action, byDigest map[string]name.Di
 func indexChildren(src name.Digest, ro []remote.Option) ([]name.Digest, error) {
 	desc, err := remote.Get(src, ro...)
 	if err != nil {
-		var te *transport.Error
-		if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+		if auth.NotFound(err) {
 			return nil, nil // the gates refuse a digest that is not there
 		}
 		return nil, err
@@ -399,8 +397,7 @@ func (o *options) classify(err error) error {
 func head(ref name.Reference, ro []remote.Option) (string, error) {
 	d, err := remote.Head(ref, ro...)
 	if err != nil {
-		var te *transport.Error
-		if errors.As(err, &te) && (te.StatusCode == http.StatusNotFound) {
+		if auth.NotFound(err) {
 			return "", errNotFound
 		}
 		return "", err

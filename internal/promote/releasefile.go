@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"imagectl/internal/atomicfile"
+	"imagectl/internal/strictjson"
 )
 
 // SchemaVersion is the release file version this package reads and writes.
@@ -81,14 +82,9 @@ var (
 // another schema version, malformed tags or months, a tag used twice, or a
 // moving tag pointing outside Releases are errors. path is for messages.
 func Parse(path string, b []byte) (*File, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var f File
-	if err := dec.Decode(&f); err != nil {
+	if err := strictjson.Decode(b, &f, "release object"); err != nil {
 		return nil, &FormatError{Path: path, Err: err}
-	}
-	if dec.More() {
-		return nil, &FormatError{Path: path, Err: errors.New("trailing data after the release object")}
 	}
 	if err := f.validate(); err != nil {
 		return nil, &FormatError{Path: path, Err: err}

@@ -27,6 +27,8 @@ func TestParseStrict(t *testing.T) {
 		{"moving to unknown digest", `"1.0":"` + d1 + `"`, `"1.0":"sha256:` + strings.Repeat("2", 64) + `"`},
 		{"moving tag is a release tag", `"1.0":"`, `"1.0-2026.12":"`},
 		{"trailing data", `}}`, `}} {}`},
+		{"trailing brace", `}}`, `}}}`},
+		{"trailing bracket", `}}`, `}}]`},
 		{"bad repository", `"repository":"r.example/ml/x"`, `"repository":"R!"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

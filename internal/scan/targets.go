@@ -39,16 +39,13 @@ func Targets(ctx context.Context, ref name.Digest, opts ...Option) ([]Target, er
 	if err != nil {
 		return nil, fmt.Errorf("reading the image index %s: %w", ref, err)
 	}
-	im, err := idx.IndexManifest()
+	children, err := sign.IndexImages(ref, idx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the image index %s: %w", ref, err)
+		return nil, err
 	}
 	var out []Target
-	for _, m := range im.Manifests {
-		if m.Platform == nil {
-			return nil, fmt.Errorf("image index %s: manifest %s has no platform", ref, m.Digest)
-		}
-		out = append(out, Target{Platform: sign.PlatformName(m.Platform), Ref: ref.Context().Digest(m.Digest.String())})
+	for _, c := range children {
+		out = append(out, Target{Platform: c.Platform, Ref: c.Ref})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("image index %s holds no image", ref)

@@ -9,6 +9,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/lock"
@@ -34,7 +35,7 @@ func testLock2(t *testing.T) *lock.Lock {
 // like the build of that platform's view of l.
 func pushIndex(t *testing.T, repo string, l *lock.Lock, platforms ...string) name.Digest {
 	t.Helper()
-	idx := mutate.IndexMediaType(empty.Index, "application/vnd.oci.image.index.v1+json")
+	var adds []mutate.IndexAddendum
 	for _, p := range platforms {
 		view, err := l.ForPlatform(p)
 		if err != nil {
@@ -45,8 +46,15 @@ func pushIndex(t *testing.T, repo string, l *lock.Lock, platforms ...string) nam
 			t.Fatal(err)
 		}
 		pl, _ := v1.ParsePlatform(p)
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: pl}})
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: pl}})
 	}
+	return writeIndex(t, repo, adds)
+}
+
+// writeIndex pushes an OCI index of adds to repo and returns it.
+func writeIndex(t *testing.T, repo string, adds []mutate.IndexAddendum) name.Digest {
+	t.Helper()
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, "application/vnd.oci.image.index.v1+json"), adds...)
 	h, err := idx.Digest()
 	if err != nil {
 		t.Fatal(err)
@@ -116,5 +124,54 @@ func TestSignAndAttestIndexMissingPlatform(t *testing.T) {
 	tag, _ := name.NewTag(attachmentTag(t, ref, ".sig").String())
 	if _, err := remote.Head(tag); err == nil {
 		t.Errorf("a signature was written for %s", ref)
+	}
+}
+
+// pushPlatforms pushes an index of one random image per platform (nil: an
+// entry without one) and returns it.
+func pushPlatforms(t *testing.T, repo string, platforms ...*v1.Platform) name.Digest {
+	t.Helper()
+	var adds []mutate.IndexAddendum
+	for _, p := range platforms {
+		img, err := random.Image(128, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: p}})
+	}
+	return writeIndex(t, repo, adds)
+}
+
+// Children lists an index's images in the order of the lock's platforms;
+// an entry without a platform, or two of one platform, is refused.
+func TestChildren(t *testing.T) {
+	ctx := context.Background()
+	repo := newRegistry(t) + "/staging/img"
+	l := testLock2(t)
+	amd, arm := &v1.Platform{OS: "linux", Architecture: "amd64"}, &v1.Platform{OS: "linux", Architecture: "arm64"}
+	ref := pushPlatforms(t, repo, arm, amd)
+	cs, err := sign.Children(ctx, ref, l)
+	if err != nil {
+		t.Fatalf("Children = %v", err)
+	}
+	im, err := remote.Index(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := im.IndexManifest()
+	want := []sign.Child{{Platform: "linux/amd64", Ref: ref.Context().Digest(m.Manifests[1].Digest.String())}, {Platform: "linux/arm64", Ref: ref.Context().Digest(m.Manifests[0].Digest.String())}}
+	if len(cs) != 2 || cs[0] != want[0] || cs[1] != want[1] {
+		t.Errorf("Children = %+v, want %+v (the lock's order)", cs, want)
+	}
+	for _, tc := range []struct {
+		platforms []*v1.Platform
+		want      string
+	}{
+		{[]*v1.Platform{amd, nil}, "has no platform"},
+		{[]*v1.Platform{amd, amd}, "has two linux/amd64 images"},
+	} {
+		if _, err := sign.Children(ctx, pushPlatforms(t, repo, tc.platforms...), l); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Children(%v) = %v, want an error with %q", tc.platforms, err, tc.want)
+		}
 	}
 }

@@ -217,16 +217,6 @@ func complete(ctx context.Context, ref name.Digest, req []Attestation, lockPred 
 	return nil
 }
 
-// PlatformName is p as "os/arch" or "os/arch/variant", the way locks and
-// flags name platforms.
-func PlatformName(p *v1.Platform) string {
-	s := p.OS + "/" + p.Architecture
-	if p.Variant != "" {
-		s += "/" + p.Variant
-	}
-	return s
-}
-
 // Child is one platform's image inside an image index.
 type Child struct {
 	Platform string
@@ -245,20 +235,16 @@ func Children(ctx context.Context, ref name.Digest, l *lock.Lock, opts ...Option
 	if err != nil {
 		return nil, fmt.Errorf("reading the image index %s: %w", ref, err)
 	}
-	im, err := idx.IndexManifest()
+	all, err := IndexImages(ref, idx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the image index %s: %w", ref, err)
+		return nil, err
 	}
-	byPlatform := map[string]string{}
-	for _, m := range im.Manifests {
-		if m.Platform == nil {
-			return nil, fmt.Errorf("image index %s: manifest %s has no platform", ref, m.Digest)
+	byPlatform := map[string]name.Digest{}
+	for _, c := range all {
+		if _, dup := byPlatform[c.Platform]; dup {
+			return nil, fmt.Errorf("image index %s has two %s images", ref, c.Platform)
 		}
-		p := PlatformName(m.Platform)
-		if _, dup := byPlatform[p]; dup {
-			return nil, fmt.Errorf("image index %s has two %s images", ref, p)
-		}
-		byPlatform[p] = m.Digest.String()
+		byPlatform[c.Platform] = c.Ref
 	}
 	want := l.PlatformNames()
 	if len(byPlatform) != len(want) {
@@ -270,7 +256,26 @@ func Children(ctx context.Context, ref name.Digest, l *lock.Lock, opts ...Option
 		if !ok {
 			return nil, fmt.Errorf("image index %s has no %s image (the lock of %s has platforms %s)", ref, p, l.Name, strings.Join(want, ", "))
 		}
-		cs = append(cs, Child{Platform: p, Ref: ref.Context().Digest(d)})
+		cs = append(cs, Child{Platform: p, Ref: d})
+	}
+	return cs, nil
+}
+
+// IndexImages lists the images of idx, the image index at ref, in the
+// index's order, each named by its platform as the lock names platforms
+// (lock.PlatformName). An entry without a platform is an error: every
+// image of a build's index is one platform's.
+func IndexImages(ref name.Digest, idx v1.ImageIndex) ([]Child, error) {
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("reading the image index %s: %w", ref, err)
+	}
+	cs := make([]Child, 0, len(im.Manifests))
+	for _, m := range im.Manifests {
+		if m.Platform == nil {
+			return nil, fmt.Errorf("image index %s: manifest %s has no platform", ref, m.Digest)
+		}
+		cs = append(cs, Child{Platform: lock.PlatformName(m.Platform), Ref: ref.Context().Digest(m.Digest.String())})
 	}
 	return cs, nil
 }

@@ -20,17 +20,16 @@ import (
 // digest, or one that nothing shows ran inside this digest (an in-place
 // run without the init's fingerprint naming it, a Job log without it, a
 // podman run of an oci: layout).
+// Both predicates are made before either is written: a result whose test
+// result cannot be encoded (a malformed LockDigest) leaves ref unattested.
 func Attest(ctx context.Context, ref name.Digest, res *Result, opts ...sign.Option) error {
-	if err := res.Signable(ref.DigestStr()); err != nil {
+	tr, err := signableTestResult(ref, res)
+	if err != nil {
 		return err
 	}
 	pred, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encoding the verification result: %w", err)
-	}
-	tr, err := res.TestResult()
-	if err != nil {
-		return err
 	}
 	sv, err := sign.LoadSigner(ctx, opts...)
 	if err != nil {
@@ -40,8 +39,5 @@ func Attest(ctx context.Context, ref name.Digest, res *Result, opts ...sign.Opti
 	if err := sign.Attest(ctx, ref, PredicateType, pred, opts...); err != nil {
 		return fmt.Errorf("signing the verification result of %s: %w", ref, err)
 	}
-	if err := sign.Attest(ctx, ref, TestResultPredicateType, tr, opts...); err != nil {
-		return fmt.Errorf("signing the test-result attestation of %s: %w", ref, err)
-	}
-	return nil
+	return attestTestResult(ctx, ref, tr, opts...)
 }

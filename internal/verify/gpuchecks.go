@@ -47,34 +47,16 @@ func torchChecks(l *lock.Lock, t torchOut, gpu bool, hostGPUs int, secs float64)
 	}
 	out = append(out, cu)
 
-	dnn := Check{Name: "cudnn.version", Threshold: "== " + l.Core.CUDNN, Status: Pass}
+	var cudnn *string
 	if t.CUDNN != nil {
-		dnn.Value = cudnnString(*t.CUDNN)
+		v := cudnnString(*t.CUDNN)
+		cudnn = &v
 	}
-	switch {
-	case l.Core.CUDNN == "":
-		dnn.Status, dnn.Threshold, dnn.Detail = Skip, "", "the lock names no cuDNN"
-	case t.CUDNN == nil && cpuOnly:
-		dnn.Status, dnn.Detail = Skip, "CPU-only image; torch reports no cuDNN: "+t.CUDNNError
-	case t.CUDNN == nil:
-		dnn.Status, dnn.Detail = Fail, fmt.Sprintf("lock has cuDNN %s, image's torch reports none %s", l.Core.CUDNN, t.CUDNNError)
-	case !cudnnMatches(l.Core.CUDNN, dnn.Value):
-		dnn.Status, dnn.Detail = Fail, fmt.Sprintf("lock has cuDNN %s, image has %s", l.Core.CUDNN, dnn.Value)
-	}
-	out = append(out, dnn)
-
-	nc := Check{Name: "nccl.version", Value: deref(t.NCCL), Threshold: "== " + l.Core.NCCL, Status: Pass}
-	switch {
-	case l.Core.NCCL == "":
-		nc.Status, nc.Threshold, nc.Detail = Skip, "", "the lock names no NCCL"
-	case t.NCCL == nil && cpuOnly:
-		nc.Status, nc.Detail = Skip, "CPU-only image; torch reports no NCCL: "+t.NCCLError
-	case t.NCCL == nil:
-		nc.Status, nc.Detail = Fail, fmt.Sprintf("lock has NCCL %s, image's torch reports none %s", l.Core.NCCL, t.NCCLError)
-	case !version.HasPrefix(*t.NCCL, l.Core.NCCL):
-		nc.Status, nc.Detail = Fail, fmt.Sprintf("lock has NCCL %s, image has %s", l.Core.NCCL, *t.NCCL)
-	}
-	out = append(out, nc)
+	out = append(out,
+		libraryCheck("cudnn.version", "cuDNN", l.Core.CUDNN, cudnn, t.CUDNNError, cpuOnly, cudnnMatches),
+		libraryCheck("nccl.version", "NCCL", l.Core.NCCL, t.NCCL, t.NCCLError, cpuOnly, func(locked, reported string) bool {
+			return version.HasPrefix(reported, locked)
+		}))
 
 	avail := Check{Name: "cuda.available", Value: fmt.Sprint(t.CUDAAvailable), Threshold: "true", Status: Pass}
 	count := Check{Name: "cuda.device_count", Value: fmt.Sprint(t.DeviceCount), Status: Pass}
@@ -181,6 +163,26 @@ func compileCheck(cold, warm compileOut, coldErr, warmErr error, secs float64) C
 	case warm.hits() == 0:
 		c.Status = Fail
 		c.Detail = "the second process did not load the compiled graph from the cache; " + c.Detail
+	}
+	return c
+}
+
+// libraryCheck is check name of library lib (cuDNN, NCCL), which the lock
+// pins at locked and torch reports as reported (nil: none, why says why):
+// skipped when the lock names no version, or when a CPU-only image's torch
+// reports none; failed when torch reports none, or a version that does
+// not match locked (matches(locked, *reported) is false).
+func libraryCheck(name, lib, locked string, reported *string, why string, cpuOnly bool, matches func(locked, reported string) bool) Check {
+	c := Check{Name: name, Value: deref(reported), Threshold: "== " + locked, Status: Pass}
+	switch {
+	case locked == "":
+		c.Status, c.Threshold, c.Detail = Skip, "", "the lock names no "+lib
+	case reported == nil && cpuOnly:
+		c.Status, c.Detail = Skip, "CPU-only image; torch reports no "+lib+": "+why
+	case reported == nil:
+		c.Status, c.Detail = Fail, fmt.Sprintf("lock has %s %s, image's torch reports none %s", lib, locked, why)
+	case !matches(locked, *reported):
+		c.Status, c.Detail = Fail, fmt.Sprintf("lock has %s %s, image has %s", lib, locked, *reported)
 	}
 	return c
 }

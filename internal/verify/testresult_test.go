@@ -80,6 +80,25 @@ func TestTestResult(t *testing.T) {
 	}
 }
 
+// pushRandomImage pushes a random image to pytorch on the registry s and
+// returns its digest.
+func pushRandomImage(t *testing.T, s *httptest.Server) name.Digest {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := img.Digest()
+	ref, err := name.NewDigest(strings.TrimPrefix(s.URL, "http://") + "/pytorch@" + h.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
+
 // TestAttestTestResult: Attest writes the test-result attestation beside
 // imagectl's own, under the same key, bound to the digest, PASSED or FAILED.
 func TestAttestTestResult(t *testing.T) {
@@ -95,18 +114,7 @@ func TestAttestTestResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, passed := range []bool{true, false} {
-		img, err := random.Image(256, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, _ := img.Digest()
-		ref, err := name.NewDigest(strings.TrimPrefix(s.URL, "http://") + "/pytorch@" + h.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
+		ref := pushRandomImage(t, s)
 		res := &Result{Image: ref.String(), Digest: ref.DigestStr(), LockDigest: "sha256:" + strings.Repeat("2", 64), Runtime: "containerd",
 			Proof: ProofRuntime, Passed: passed, Checks: []Check{{Name: "torch.cuda", Status: map[bool]Status{true: Pass, false: Fail}[passed]}},
 			StartedAt: time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC), Duration: "3s"}
@@ -130,6 +138,87 @@ func TestAttestTestResult(t *testing.T) {
 		}
 		if _, err := sign.VerifyAttestations(ctx, ref, TestResultPredicateType, otherPub); err == nil {
 			t.Errorf("passed=%v: the test-result attestation verified under another key", passed)
+		}
+	}
+}
+
+// AttestTestResult writes the test-result attestation alone, with the very
+// predicate Attest writes (Result.TestResult), and refuses what Attest
+// refuses; Attest writes nothing for a result whose test result cannot be
+// encoded.
+func TestAttestTestResultAlone(t *testing.T) {
+	s := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer s.Close()
+	ctx := context.Background()
+	priv, pub, err := sign.GenerateKeyPair(t.TempDir(), []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := sign.WithKey(priv, []byte("pw"))
+	push := func() name.Digest { return pushRandomImage(t, s) }
+	result := func(ref name.Digest) *Result {
+		return &Result{Image: ref.String(), Digest: ref.DigestStr(), LockDigest: "sha256:" + strings.Repeat("3", 64), Runtime: "containerd",
+			Proof: ProofRuntime, Passed: true, Checks: []Check{{Name: "torch.cuda", Status: Pass}, {Name: "nccl.allreduce.busbw", Status: Skip}},
+			StartedAt: time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC), Duration: "3s"}
+	}
+	predicate := func(ref name.Digest, typ string) []byte {
+		t.Helper()
+		preds, err := sign.VerifyAttestations(ctx, ref, typ, pub)
+		if err != nil {
+			t.Fatalf("VerifyAttestations(%s) error = %v", typ, err)
+		}
+		if len(preds) != 1 {
+			t.Fatalf("%d %s attestations, want 1", len(preds), typ)
+		}
+		return preds[0]
+	}
+
+	attested, alone := push(), push()
+	if err := Attest(ctx, attested, result(attested), key); err != nil {
+		t.Fatalf("Attest() error = %v", err)
+	}
+	res := result(alone)
+	if err := AttestTestResult(ctx, alone, res, key); err != nil {
+		t.Fatalf("AttestTestResult() error = %v", err)
+	}
+	want, err := res.TestResult()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, fromAttest := predicate(alone, TestResultPredicateType), predicate(attested, TestResultPredicateType)
+	if string(got) != string(fromAttest) {
+		t.Errorf("AttestTestResult predicate = %s, Attest's = %s, want the same bytes", got, fromAttest)
+	}
+	// The statement re-encodes the predicate (sorted keys): compare values.
+	var gotV, wantV any
+	if err := json.Unmarshal(got, &gotV); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(want, &wantV); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(wantV, gotV); d != "" {
+		t.Errorf("AttestTestResult predicate is not Result.TestResult (-want +got):\n%s", d)
+	}
+	if _, err := sign.VerifyAttestations(ctx, alone, PredicateType, pub); !sign.Absent(err) {
+		t.Errorf("AttestTestResult wrote imagectl's own attestation too (VerifyAttestations error = %v, want absent)", err)
+	}
+
+	// Refused, and nothing written: a result of another digest (to
+	// AttestTestResult) and a malformed lock digest (to Attest, which
+	// encodes both predicates before it writes the first).
+	other := push()
+	if err := AttestTestResult(ctx, other, res, key); err == nil {
+		t.Errorf("AttestTestResult() of a result for another digest = nil, want an error")
+	}
+	bad := result(other)
+	bad.LockDigest = "not-a-digest"
+	if err := Attest(ctx, other, bad, key); err == nil || !strings.Contains(err.Error(), "not-a-digest") {
+		t.Errorf("Attest() with lock digest %q = %v, want an error naming it", bad.LockDigest, err)
+	}
+	for _, typ := range []string{PredicateType, TestResultPredicateType} {
+		if _, err := sign.VerifyAttestations(ctx, other, typ, pub); !sign.Absent(err) {
+			t.Errorf("%s attestation of a refused result: VerifyAttestations error = %v, want absent", typ, err)
 		}
 	}
 }

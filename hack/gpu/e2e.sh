@@ -265,11 +265,12 @@ phase_cudatwice() {
   echo "cuda-libraries-13-0 depends: $(echo $libs)"
   for d in cuda-cudart-13-0 cuda-compat-13-0; do bs+=(--deb "$d"); rt+=(--deb "$d"); done
   for d in $libs libnpp-13-0 cuda-nvtx-13-0 libcusparse-13-0 libcublas-13-0 libnccl2; do
-    [ "$(dpkg-query -W -f '${db:Status-Abbrev}' "$d" 2>/dev/null)" = "ii " ] && rt+=(--deb "$d")
+    case $(dpkg-query -W -f '${db:Status-Abbrev}' "$d" 2>/dev/null) in [ih]i*) rt+=(--deb "$d") ;; esac
   done
   # Files of CUDA debs outside /usr/local (cuDNN, NCCL and their -dev) go
-  # unless the flavour has them.
-  for d in $(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' 'libcudnn*' 'libnccl*' 2>/dev/null | awk '$1 == "ii" { print $2 }'); do
+  # unless the flavour has them. Installed means "ii" or "hi": nvidia/cuda
+  # images apt-mark hold their CUDA debs (libcublas, libnccl2, cuDNN).
+  for d in $(dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' 'libcudnn*' 'libnccl*' 2>/dev/null | awk '$1 ~ /^[ih]i$/ { print $2 }'); do
     case $d in libnccl2) bs+=(--drop-deb "$d") ;; *) bs+=(--drop-deb "$d"); rt+=(--drop-deb "$d") ;; esac
   done
   base_args

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/spec"
 	"imagectl/internal/verify"
 )
 
@@ -59,4 +60,46 @@ func (r storageRuntime) Close() error {
 		err = fmt.Errorf("removing verification storage: %w", rmErr)
 	}
 	return err
+}
+
+// SharedFingerprintError is a release that would verify several images at
+// once on one storage (a Kubernetes claim every Job mounts) while they write
+// their environment fingerprints to one path on it: each image's init
+// overwrites the file the others' init.fingerprint check reads.
+type SharedFingerprintError struct {
+	Path   string
+	Images []string
+}
+
+func (e *SharedFingerprintError) Error() string {
+	return fmt.Sprintf("images %s write runtime.fingerprint_path %s on the storage claim all their Jobs mount: with --jobs > 1 each init overwrites the others' fingerprint; give each image its own fingerprint_path, keep it off the storage, or use --jobs 1",
+		strings.Join(e.Images, ", "), e.Path)
+}
+
+// CheckSharedFingerprints returns a *SharedFingerprintError when jobs > 1
+// and two or more images write their fingerprint to the same path under
+// their storage path (the claim they share). Paths off the storage are
+// each Job's own.
+func CheckSharedFingerprints(imgs []spec.Image, jobs int) error {
+	if jobs < 2 {
+		return nil
+	}
+	by := map[string][]string{}
+	var paths []string
+	for _, img := range imgs {
+		fp, st := img.Runtime.FingerprintPath, img.Runtime.Storage.Path
+		if fp == "" || st == "" || !strings.HasPrefix(fp, strings.TrimSuffix(st, "/")+"/") {
+			continue
+		}
+		if by[fp] == nil {
+			paths = append(paths, fp)
+		}
+		by[fp] = append(by[fp], img.Name)
+	}
+	for _, p := range paths {
+		if len(by[p]) > 1 {
+			return &SharedFingerprintError{Path: p, Images: by[p]}
+		}
+	}
+	return nil
 }

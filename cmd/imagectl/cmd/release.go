@@ -173,6 +173,11 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		return err
 	}
 	printRuntime(cmd.ErrOrStderr(), "release: verify", kind, why)
+	if kind == verify.RuntimeKubernetes && rc.Job.StorageClaim != "" {
+		if err := release.CheckSharedFingerprints(imgs, f.jobs); err != nil {
+			return exitcode.Wrap(exitcode.Usage, err)
+		}
+	}
 	access := accessOf(cmd)
 	bopts := append([]build.Option{build.WithCacheFrom(f.cacheFrom...), build.WithCacheTo(f.cacheTo...), build.WithAccess(access)}, bbopts...)
 	if f.initPath != "" {

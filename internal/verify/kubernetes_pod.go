@@ -99,10 +99,19 @@ func (k *Kubernetes) waitPod(ctx context.Context, c *clients, sel string, goal p
 // again for a few seconds before the deletion is blamed on someone else.
 func (k *Kubernetes) podDeleted(ctx context.Context, c *clients, pod *corev1.Pod) error {
 	name := pod.Labels["batch.kubernetes.io/job-name"]
-read:
+	deleted := fmt.Errorf("pod %s was deleted before it finished (phase %s)", pod.Name, pod.Status.Phase)
+	// ctx's deadline is verify.timeout too, set just before the Job was
+	// applied: when it has passed (or passes while the Job is read), the
+	// deletion is that deadline's, whichever clock saw it first.
+	if ctx.Err() != nil {
+		return k.ctxErr(ctx, "Job "+name, deleted)
+	}
 	for try := 0; try < 10; try++ {
 		job, err := c.api.BatchV1().Jobs(c.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
+			if ctx.Err() != nil {
+				return k.ctxErr(ctx, "Job "+name, deleted)
+			}
 			break
 		}
 		for _, cond := range job.Status.Conditions {
@@ -113,11 +122,11 @@ read:
 		}
 		select {
 		case <-ctx.Done():
-			break read
+			return k.ctxErr(ctx, "Job "+name, deleted)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return k.notRun("pod", fmt.Errorf("pod %s was deleted before it finished (phase %s)", pod.Name, pod.Status.Phase))
+	return k.notRun("pod", deleted)
 }
 
 func describePod(pod *corev1.Pod) string {

@@ -3,11 +3,16 @@ package verify
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
@@ -111,5 +116,31 @@ func TestKubernetesCallForbidden(t *testing.T) {
 	})
 	if err != nil || tries != 3 {
 		t.Errorf("call(503, 503, ok) = %v after %d tries, want nil after 3", err, tries)
+	}
+}
+
+// TestPodDeletedAtTheDeadline: the Job's activeDeadlineSeconds and the
+// run's context are both verify.timeout; a pod deleted as the context's
+// deadline passes is the deadline (ErrJobDeadline), not "deleted by
+// someone", even though the Job can no longer be read on that context
+// (TestKubernetesE2E's 5 s case failed so in one CI-like run). A deletion
+// while the context runs and the Job shows no deadline is not one.
+func TestPodDeletedAtTheDeadline(t *testing.T) {
+	pod := podWith(corev1.ContainerState{}, "")
+	pod.Namespace, pod.Status.Phase = "ns", corev1.PodPending
+	pod.Labels = map[string]string{"batch.kubernetes.io/job-name": "imagectl-verify-x"}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "imagectl-verify-x", Namespace: "ns"}}
+	c := &clients{api: fake.NewClientset(job), ns: "ns"}
+	k := &Kubernetes{}
+
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if err := k.podDeleted(ctx, c, pod); !errors.Is(err, ErrJobDeadline) || exitcode.Code(err) != exitcode.VerifyNotRun {
+		t.Errorf("pod deleted after the run's deadline: %v (code %d), want ErrJobDeadline, code %d", err, exitcode.Code(err), exitcode.VerifyNotRun)
+	}
+
+	err := k.podDeleted(context.Background(), c, pod)
+	if errors.Is(err, ErrJobDeadline) || err == nil || !strings.Contains(err.Error(), "deleted before it finished") {
+		t.Errorf("pod deleted with no deadline anywhere: %v, want \"deleted before it finished\"", err)
 	}
 }

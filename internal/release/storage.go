@@ -28,8 +28,8 @@ func ReadyStorage(l *lock.Lock) (*Storage, error) {
 	}
 	st := l.Runtime.Storage
 	if st.ReadyFile != "" {
-		rel := strings.TrimPrefix(st.ReadyFile, st.Path)
-		if rel == st.ReadyFile || st.Path == "" {
+		rel, ok := onStorage(st.ReadyFile, st.Path)
+		if !ok {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("lock %s: runtime storage ready_file %q is not under its path %q", l.Name, st.ReadyFile, st.Path)
 		}
@@ -67,39 +67,50 @@ func (r storageRuntime) Close() error {
 // their environment fingerprints to one path on it: each image's init
 // overwrites the file the others' init.fingerprint check reads.
 type SharedFingerprintError struct {
-	Path   string
+	Path   string // relative to the storage path, where the claim is mounted
 	Images []string
 }
 
 func (e *SharedFingerprintError) Error() string {
-	return fmt.Sprintf("images %s write runtime.fingerprint_path %s on the storage claim all their Jobs mount: with --jobs > 1 each init overwrites the others' fingerprint; give each image its own fingerprint_path, keep it off the storage, or use --jobs 1",
+	return fmt.Sprintf("images %s write their runtime.fingerprint_path to %s on the storage claim all their Jobs mount: with --jobs > 1 each init overwrites the others' fingerprint; give each image its own fingerprint_path, keep it off the storage, or use --jobs 1",
 		strings.Join(e.Images, ", "), e.Path)
 }
 
 // CheckSharedFingerprints returns a *SharedFingerprintError when jobs > 1
-// and two or more images write their fingerprint to the same path under
-// their storage path (the claim they share). Paths off the storage are
-// each Job's own.
+// and two or more images write their fingerprint to the same file on the
+// claim they share: the same path relative to each one's storage path,
+// where the claim is mounted. Paths off the storage are each Job's own.
 func CheckSharedFingerprints(imgs []spec.Image, jobs int) error {
 	if jobs < 2 {
 		return nil
 	}
-	by := map[string][]string{}
-	var paths []string
+	by := map[string][]string{} // a file on the claim: the images writing it
+	var rels []string
 	for _, img := range imgs {
-		fp, st := img.Runtime.FingerprintPath, img.Runtime.Storage.Path
-		if fp == "" || st == "" || !strings.HasPrefix(fp, strings.TrimSuffix(st, "/")+"/") {
+		rel, ok := onStorage(img.Runtime.FingerprintPath, img.Runtime.Storage.Path)
+		if !ok {
 			continue
 		}
-		if by[fp] == nil {
-			paths = append(paths, fp)
+		if by[rel] == nil {
+			rels = append(rels, rel)
 		}
-		by[fp] = append(by[fp], img.Name)
+		by[rel] = append(by[rel], img.Name)
 	}
-	for _, p := range paths {
-		if len(by[p]) > 1 {
-			return &SharedFingerprintError{Path: p, Images: by[p]}
+	for _, rel := range rels {
+		if len(by[rel]) > 1 {
+			return &SharedFingerprintError{Path: rel, Images: by[rel]}
 		}
 	}
 	return nil
+}
+
+// onStorage returns p relative to the storage path storage (the file's
+// place on the volume mounted there), and whether p is under it. An empty
+// p or storage is under nothing.
+func onStorage(p, storage string) (string, bool) {
+	if p == "" || storage == "" {
+		return "", false
+	}
+	rel, ok := strings.CutPrefix(p, strings.TrimSuffix(storage, "/")+"/")
+	return rel, ok && rel != ""
 }

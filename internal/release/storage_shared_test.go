@@ -2,9 +2,12 @@ package release
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"imagectl/internal/lock"
 	"imagectl/internal/spec"
 )
 
@@ -26,8 +29,13 @@ func TestCheckSharedFingerprints(t *testing.T) {
 	}
 	err := CheckSharedFingerprints(shared, 2)
 	var se *SharedFingerprintError
-	if !errors.As(err, &se) || se.Path != "/storage/.imagectl/fingerprint.json" || strings.Join(se.Images, ",") != "a,c" {
-		t.Fatalf("CheckSharedFingerprints = %v, want a and c named on /storage/.imagectl/fingerprint.json", err)
+	if !errors.As(err, &se) || se.Path != ".imagectl/fingerprint.json" || strings.Join(se.Images, ",") != "a,c" {
+		t.Fatalf("CheckSharedFingerprints = %v, want a and c named on .imagectl/fingerprint.json", err)
+	}
+	// The claim mounted at another path in each image: the same file on it.
+	err = CheckSharedFingerprints([]spec.Image{img("a", "/storage", "/storage/fp.json"), img("b", "/data", "/data/fp.json")}, 2)
+	if !errors.As(err, &se) || se.Path != "fp.json" || strings.Join(se.Images, ",") != "a,b" {
+		t.Errorf("one file on the claim under two mount paths: %v, want a and b named on fp.json", err)
 	}
 	if !strings.Contains(err.Error(), "--jobs 1") {
 		t.Errorf("the error gives no way out: %v", err)
@@ -45,6 +53,31 @@ func TestCheckSharedFingerprints(t *testing.T) {
 	} {
 		if err := CheckSharedFingerprints(c.imgs, c.jobs); err != nil {
 			t.Errorf("%s: %v, want nil", c.name, err)
+		}
+	}
+}
+
+// TestReadyStorage: the throwaway storage holds the lock's ready file at
+// its place under the storage path; a ready file outside that path (a
+// sibling folder sharing its prefix included) is refused.
+func TestReadyStorage(t *testing.T) {
+	l := &lock.Lock{Name: "demo"}
+	l.Runtime.Storage.Path, l.Runtime.Storage.ReadyFile = "/storage/", "/storage/sub/.ready"
+	st, err := ReadyStorage(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(st.Dir)
+	if _, err := os.Stat(filepath.Join(st.Dir, "sub", ".ready")); err != nil {
+		t.Errorf("ready file not made under the storage folder: %v", err)
+	}
+	for _, rf := range []string{"/storage2/.ready", "/elsewhere/.ready", "/storage"} {
+		l.Runtime.Storage.Path, l.Runtime.Storage.ReadyFile = "/storage", rf
+		if st, err := ReadyStorage(l); err == nil || !strings.Contains(err.Error(), "not under its path") {
+			if st != nil {
+				os.RemoveAll(st.Dir)
+			}
+			t.Errorf("ready_file %s under path /storage: %v, want refused", rf, err)
 		}
 	}
 }

@@ -65,13 +65,9 @@ func cudaDuplicates(ctx context.Context, ref rootReader, l *lock.Lock, log *slog
 // is in the root. A deb without a readable list is taken as present: dpkg
 // says it is installed, and nothing says otherwise.
 func libraryPresent(ctx context.Context, ref rootReader, deb, arch string) (bool, error) {
-	names := []string{deb + ".list"}
-	if arch != "" && arch != "all" {
-		names = append([]string{deb + ":" + arch + ".list"}, names...)
-	}
 	var list []byte
-	for _, n := range names {
-		if b, err := ref.ReadFile(ctx, gateway.ReadRequest{Filename: path.Join(dpkg.InfoDir, n)}); err == nil {
+	for _, p := range dpkg.ListPaths(deb, arch) {
+		if b, err := ref.ReadFile(ctx, gateway.ReadRequest{Filename: p}); err == nil {
 			list = b
 			break
 		}

@@ -7,6 +7,7 @@ package dpkg
 import (
 	"bytes"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,17 @@ const StatusPath = "/var/lib/dpkg/status"
 // InfoDir holds each installed package's file list, NAME.list (or
 // NAME:ARCH.list for a Multi-Arch: same package).
 const InfoDir = "/var/lib/dpkg/info"
+
+// ListPaths are the paths package pkg's file list may have, most specific
+// first: InfoDir/PKG:ARCH.list (Multi-Arch: same), then InfoDir/PKG.list.
+// arch is the package's Architecture; "" or "all" has only the latter.
+func ListPaths(pkg, arch string) []string {
+	plain := path.Join(InfoDir, pkg+".list")
+	if arch == "" || arch == "all" {
+		return []string{plain}
+	}
+	return []string{path.Join(InfoDir, pkg+":"+arch+".list"), plain}
+}
 
 // Entry is one paragraph of the dpkg database.
 type Entry struct {

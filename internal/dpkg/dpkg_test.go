@@ -59,3 +59,16 @@ func TestParseStatusError(t *testing.T) {
 		t.Fatalf("ParseStatus(malformed) = %v, want an error naming %s", err, StatusPath)
 	}
 }
+
+// TestListPaths: a Multi-Arch package's file list carries its architecture
+// and is tried first; an arch-independent one has only NAME.list.
+func TestListPaths(t *testing.T) {
+	if got := strings.Join(ListPaths("libnccl2", "amd64"), " "); got != "/var/lib/dpkg/info/libnccl2:amd64.list /var/lib/dpkg/info/libnccl2.list" {
+		t.Errorf("ListPaths(libnccl2, amd64) = %s", got)
+	}
+	for _, arch := range []string{"", "all"} {
+		if got := strings.Join(ListPaths("cuda-toolkit-config-common", arch), " "); got != "/var/lib/dpkg/info/cuda-toolkit-config-common.list" {
+			t.Errorf("ListPaths(%q) = %s", arch, got)
+		}
+	}
+}

@@ -53,6 +53,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"imagectl/hack/internal/rootfs"
+	"imagectl/internal/dpkg"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
 )
@@ -303,18 +304,18 @@ func base(root, push string, adds, envs, debs, drops []string) error {
 }
 
 // debFiles returns the entries (relative to the root) that the file list
-// of installed deb pkg names: /var/lib/dpkg/info/PKG.list, or
-// PKG:amd64.list for a Multi-Arch: same package.
+// of installed deb pkg names (dpkg.ListPaths: PKG:amd64.list for a
+// Multi-Arch: same package, else PKG.list).
 func debFiles(root, pkg string) ([]string, error) {
 	var b []byte
 	var err error
-	for _, n := range []string{pkg + ".list", pkg + ":amd64.list"} {
-		if b, err = os.ReadFile(filepath.Join(root, "var/lib/dpkg/info", n)); err == nil {
+	for _, p := range dpkg.ListPaths(pkg, "amd64") { // the GPU machine's
+		if b, err = os.ReadFile(filepath.Join(root, p)); err == nil {
 			break
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("deb %s: no file list in %s (is it installed?): %w", pkg, filepath.Join(root, "var/lib/dpkg/info"), err)
+		return nil, fmt.Errorf("deb %s: no file list in %s (is it installed?): %w", pkg, filepath.Join(root, dpkg.InfoDir), err)
 	}
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {

@@ -9,16 +9,15 @@
 package compat
 
 import (
-	"bytes"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"imagectl/internal/pep"
+	"imagectl/internal/strictjson"
 	"imagectl/internal/version"
 )
 
@@ -114,10 +113,8 @@ func mustLoad(b []byte) *Catalog {
 
 // parse decodes and validates a catalog.
 func parse(b []byte) (*Catalog, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var c Catalog
-	if err := dec.Decode(&c); err != nil {
+	if err := strictjson.Decode(b, &c, "catalog"); err != nil {
 		return nil, fmt.Errorf("decoding catalog: %w", err)
 	}
 	if c.Schema != 1 {

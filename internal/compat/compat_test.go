@@ -73,6 +73,7 @@ func TestParseRejects(t *testing.T) {
 	for _, tc := range []struct{ name, json, want string }{
 		{"unknown field", `{"schema":1,"torch":[],"cuda":[],"extra":1}`, "unknown field"},
 		{"wrong schema", `{"schema":2,"torch":[],"cuda":[]}`, "schema 2"},
+		{"trailing brace", `{"schema":1,"torch":[],"cuda":[]}}`, "trailing data after the catalog"},
 		{"wheel without source", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"]}]}],"cuda":[]}`, "source, index_path and python"},
 		{"cuda wheel without pins", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cu124","cuda":"12.4","index_path":"whl/cu124",` + tip + `"python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, "nccl and cudnn"},
 		{"wheel without torch index projects", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, "torch_index_projects and"},

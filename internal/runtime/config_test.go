@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,6 +62,13 @@ func TestLoadConfig(t *testing.T) {
 	write(t, unknown, `{"storag":{}}`)
 	if _, err := LoadConfig(envMap(map[string]string{EnvConfig: unknown})); err == nil {
 		t.Errorf("LoadConfig(unknown field) = nil error, want one")
+	}
+
+	// A hand edit that left a brace behind is refused, naming the file.
+	trailing := filepath.Join(dir, "trailing.json")
+	write(t, trailing, `{"swappiness":10}}`)
+	if _, err := LoadConfig(envMap(map[string]string{EnvConfig: trailing})); err == nil || !strings.Contains(err.Error(), trailing) || !strings.Contains(err.Error(), "trailing data") {
+		t.Errorf("LoadConfig(trailing brace) = %v, want trailing data in %s", err, trailing)
 	}
 }
 

@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"imagectl/internal/strictjson"
 	"imagectl/internal/version"
 )
 
@@ -48,9 +47,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	b, err := readFile(path)
 	switch {
 	case err == nil:
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&cfg); err != nil {
+		if err := strictjson.Decode(b, &cfg, "runtime config"); err != nil {
 			return cfg, fmt.Errorf("reading runtime config %s: %w", path, err)
 		}
 	case errors.Is(err, fs.ErrNotExist) && !explicit:

@@ -21,6 +21,7 @@ func TestDeps(t *testing.T) {
 		"imagectl/internal/exitcode":   true,
 		"imagectl/internal/logs":       true,
 		"imagectl/internal/version":    true,
+		"imagectl/internal/strictjson": true,
 	}
 	var seen int
 	for _, p := range strings.Fields(string(out)) {

@@ -254,12 +254,12 @@ func diagnoseCaches(ctx context.Context, cfg Config, env []string, o options) Ch
 		found = append(found, fmt.Sprintf("%s %s (%s free of %s)", root, humanSize(size), humanSize(free), humanSize(all)))
 		if all > 0 && (free < all/20 || free < 1<<30) && size > 0 {
 			status = StatusFail
-			fix = append(fix, fmt.Sprintf("the filesystem of %s is nearly full: set caches.gc_max_bytes (and gc_max_age) so the init trims it, or remove old entries", root))
+			fix = append(fix, fmt.Sprintf("the filesystem of %s is nearly full: set the spec's runtime caches.gc_max_size (and gc_max_age) so the init trims it, or remove old entries", root))
 		}
 	}
 	if cfg.Caches.GCMaxBytes > 0 && total > cfg.Caches.GCMaxBytes && status == StatusOK {
 		status = StatusWarn
-		fix = append(fix, fmt.Sprintf("the caches hold %s, over gc_max_bytes %s: the init trims them at the next start", humanSize(total), humanSize(cfg.Caches.GCMaxBytes)))
+		fix = append(fix, fmt.Sprintf("the caches hold %s, over caches.gc_max_size %s: the init trims them at the next start", humanSize(total), humanSize(cfg.Caches.GCMaxBytes)))
 	}
 	for _, root := range roots {
 		if strings.HasPrefix(root, filepath.Join(o.tmp, "torchinductor_")) {

@@ -115,6 +115,26 @@ func TestCommandsAgree(t *testing.T) {
 			}
 		}
 	})
+	t.Run("verify job flags without the kubernetes runtime", func(t *testing.T) {
+		img := "127.0.0.1:5000/x@sha256:" + strings.Repeat("a", 64)
+		lockPath := filepath.Join(t.TempDir(), "lock.json") // never read: usage comes first
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--render-job"}, "--render-job needs --runtime kubernetes (got --runtime auto)"},
+			{[]string{"--job-log", "job.log", "--runtime", "containerd"}, "--job-log needs --runtime kubernetes (got --runtime containerd)"},
+			{[]string{"--render-job", "--job-log", "job.log", "--runtime", "kubernetes"}, "give one"},
+			{[]string{"--render-job", "--runtime", "kubernetes", "--sign", "--key", "k"}, "no result for --sign"},
+			{[]string{"--job-log", "job.log", "--runtime", "kubernetes", "--sign", "--key", "k"}, "never signed"},
+		} {
+			args := append([]string{"verify", img, "--lock", lockPath}, tc.args...)
+			err, _, code := execErr(t, args...)
+			if code != exitcode.Usage || err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("imagectl %s = %v (exit %d), want exit %d: %s", strings.Join(args, " "), err, code, exitcode.Usage, tc.want)
+			}
+		}
+	})
 	t.Run("verify without --lock", func(t *testing.T) {
 		err, _, code := execErr(t, "verify", "127.0.0.1:5000/x@sha256:"+strings.Repeat("a", 64))
 		if code != exitcode.Usage || err == nil || !strings.Contains(err.Error(), "lock") {

@@ -138,6 +138,9 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 	if f.sign && f.key == "" {
 		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--sign needs --key"))
 	}
+	if err := jobFlagsUsage(f); err != nil {
+		return exitcode.Wrap(exitcode.Usage, err)
+	}
 	l, err := lock.Read(f.lockPath)
 	if err != nil {
 		return err
@@ -187,6 +190,32 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		}
 	}
 	return verr
+}
+
+// jobFlagsUsage refuses --render-job and --job-log where they would be
+// ignored (any runtime but kubernetes would run a real verification) or
+// would leave another flag unread.
+func jobFlagsUsage(f *verifyFlags) error {
+	var set []string
+	if f.renderJob {
+		set = append(set, "--render-job")
+	}
+	if f.jobLog != "" {
+		set = append(set, "--job-log")
+	}
+	switch {
+	case len(set) == 0:
+		return nil
+	case len(set) == 2:
+		return fmt.Errorf("--render-job prints the Job and --job-log evaluates its log: give one")
+	case f.runtime != verify.RuntimeKubernetes:
+		return fmt.Errorf("%s needs --runtime %s (got --runtime %s)", set[0], verify.RuntimeKubernetes, f.runtime)
+	case f.renderJob && f.sign:
+		return fmt.Errorf("--render-job prints the Job without running it: there is no result for --sign")
+	case f.jobLog != "" && f.sign:
+		return fmt.Errorf("--job-log results are never signed (nothing ties a copied log to the digest): drop --sign, or run the Job with --runtime %s alone", verify.RuntimeKubernetes)
+	}
+	return nil
 }
 
 // printRuntime names the runtime on stderr, with what auto detected.

@@ -406,7 +406,14 @@ func TestSubreaperWhenNotPID1(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "runtime.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(initBin, "--", "sh", "-c", `(sleep 0.3 & echo $! > "$0/orphan"); sleep 0.1; cut -d' ' -f4 /proc/$(cat "$0/orphan")/stat; sleep 0.5; if [ -e /proc/$(cat "$0/orphan") ]; then echo left; else echo reaped; fi`, dir)
+	// The orphan lives until the file go exists (no timer to race on a
+	// loaded machine): its parent, a subshell, has exited by the time sh
+	// reads its parent pid; then it ends and has up to 5 s to be reaped.
+	script := `(sh -c 'while [ ! -e "$0/go" ]; do sleep 0.01; done' "$0" & echo $! > "$0/orphan")
+o=$(cat "$0/orphan"); cut -d' ' -f4 /proc/$o/stat; touch "$0/go"
+i=0; while [ -e /proc/$o ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done
+if [ -e /proc/$o ]; then echo left; else echo reaped; fi`
+	cmd := exec.Command(initBin, "--", "sh", "-c", script, dir)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "IMAGECTL_RUNTIME_CONFIG=" + filepath.Join(dir, "runtime.json")}
 	out, err := cmd.Output()
 	if err != nil {

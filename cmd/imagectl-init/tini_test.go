@@ -595,9 +595,12 @@ while :; do sleep 0.05; done`
 			t.Run("-p sends a signal when the parent dies", func(t *testing.T) {
 				dir := t.TempDir()
 				_ = os.WriteFile(filepath.Join(dir, "none.json"), []byte("{}"), 0o644)
-				// The init's parent is this sh; it exits 0.5 s later.
-				child := `trap 'echo got USR1 > "$DIR/got"; exit 0' USR1; while :; do sleep 0.05; done`
-				cmd := exec.Command("sh", "-c", `"$@" & sleep 0.5`, "sh", bin, "-s", "-p", "SIGUSR1", "--", "sh", "-c", child)
+				// The init's parent is this sh; it exits once the command has
+				// its trap set (the init set its parent-death signal before it
+				// started the command), at most 5 s later.
+				child := `trap 'echo got USR1 > "$DIR/got"; exit 0' USR1; touch "$DIR/ready"; while :; do sleep 0.05; done`
+				parent := `"$@" & i=0; while [ ! -e "$DIR/ready" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done`
+				cmd := exec.Command("sh", "-c", parent, "sh", bin, "-s", "-p", "SIGUSR1", "--", "sh", "-c", child)
 				cmd.Env = []string{"PATH=/usr/bin:/bin", "DIR=" + dir, "IMAGECTL_RUNTIME_CONFIG=" + filepath.Join(dir, "none.json")}
 				if err := cmd.Run(); err != nil {
 					t.Fatal(err)

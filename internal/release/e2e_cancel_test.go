@@ -231,7 +231,7 @@ func (cd *cancelDemo) checkClean(t *testing.T, ctx context.Context, r run) {
 func activeBuild(t *testing.T, ctx context.Context, dr *demoRelease, ref string) *controlapi.BuildHistoryRecord {
 	t.Helper()
 	var rec *controlapi.BuildHistoryRecord
-	for deadline := time.Now().Add(500 * time.Millisecond); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		rec = nil
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		stream, err := dr.c.ControlClient().ListenBuildHistory(hctx, &controlapi.BuildHistoryRequest{Ref: ref, ActiveOnly: true, EarlyExit: true})

@@ -92,14 +92,14 @@ func (r *realRegistry) start() {
 		r.t.Fatalf("starting %s: %v", r.bin, err)
 	}
 	r.cmd, r.killAt, r.killed = cmd, 0, false
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 600; i++ { // 30 s: a loaded CI machine starts it slowly
 		if resp, err := http.Get("http://" + r.backend + "/v2/"); err == nil {
 			resp.Body.Close()
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	r.t.Fatalf("the registry on %s did not answer", r.backend)
+	r.t.Fatalf("the registry on %s did not answer within 30 s", r.backend)
 }
 
 // kill sends SIGKILL to the registry process: no graceful shutdown.

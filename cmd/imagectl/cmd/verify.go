@@ -154,7 +154,7 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 	}
 	ref, l = sub.Image, sub.Lock
 	opts := append(sub.Options(), verify.WithAllReduceIters(f.iters, f.warmup))
-	if f.runtime == verify.RuntimeKubernetes && (f.renderJob || f.jobLog != "") {
+	if f.renderJob || f.jobLog != "" { // jobFlagsUsage: only with --runtime kubernetes
 		if f.renderJob {
 			return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)
 		}

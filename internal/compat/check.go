@@ -54,7 +54,7 @@ func Check(r Request) (Resolved, []Problem) {
 	if r.CUDA != "" {
 		if _, ok := LookupDriverFloor(r.CUDA); !ok {
 			add("cuda", fmt.Sprintf("CUDA %s is not in the compatibility catalog", r.CUDA),
-				fmt.Sprintf("The catalog knows the driver floors of CUDA %s. Add a row with its source to internal/compat/catalog.json, or choose one of those.", strings.Join(cudaVersions(), ", ")))
+				fmt.Sprintf("The catalog knows the driver floors of CUDA %s; choose one of those. The catalog is built into imagectl: a new CUDA release comes with an imagectl release that adds it (see docs/compat.md, Adding a release).", strings.Join(cudaVersions(), ", ")))
 			return res, ps
 		}
 	}
@@ -105,7 +105,7 @@ func checkWheel(r Request, add func(field, summary, detail string)) (Wheel, bool
 	rel, ok := Release(r.Torch)
 	if !ok {
 		add("torch", fmt.Sprintf("torch %s is not in the compatibility catalog", r.Torch),
-			fmt.Sprintf("The catalog knows torch %s. Add the release's wheels with their pins and sources to internal/compat/catalog.json, or choose a known release.", strings.Join(releases(), ", ")))
+			fmt.Sprintf("The catalog knows torch %s; choose one of those. The catalog is built into imagectl: a new torch release comes with an imagectl release that adds its wheels (see docs/compat.md, Adding a release).", strings.Join(releases(), ", ")))
 		return Wheel{}, false
 	}
 	variant, field := r.TorchVariant, "torch_variant"
@@ -130,7 +130,7 @@ func checkWheel(r Request, add func(field, summary, detail string)) (Wheel, bool
 		good = false
 	case w.CUDA != "" && version.Major(w.CUDA) != version.Major(r.CUDA):
 		add(field, fmt.Sprintf("the %s wheels (CUDA %s) on a CUDA %s base mix two CUDA major versions", variant, w.CUDA, r.CUDA),
-			fmt.Sprintf("Two CUDA runtimes of different majors in one process crash at run time. %s", choices(rel, r.CUDA)))
+			fmt.Sprintf("The %s wheels need a CUDA %s.x base and a driver for CUDA %s; two CUDA runtimes of different majors in one process crash at run time. %s", variant, version.Major(w.CUDA), w.CUDA, choices(rel, r.CUDA)))
 		good = false
 	}
 	for _, p := range r.Platforms {
@@ -178,40 +178,50 @@ func checkPin(field, label, set string, pin *Pin, torch, variant string, add fun
 	return true
 }
 
-// choices names the honest options for a CUDA base that has no wheel of its
-// own: the nearest older variant (change the base), and the nearest newer
+// choices names the honest options for a CUDA base whose request has no
+// usable wheel: the variant built for the base's own CUDA (when there is
+// one), else the nearest older variant (change the base), and every newer
 // variant of the same CUDA major under minor-version compatibility.
 func choices(rel TorchRelease, cuda string) string {
 	if cuda == "" {
 		return "Set cuda to the base image's CUDA version and choose a published variant."
 	}
-	var older, newer *Wheel
+	var own, older *Wheel
+	var newer []*Wheel
 	for i := range rel.Wheels {
 		w := &rel.Wheels[i]
-		if w.CUDA == "" || w.CUDA == cuda {
+		if w.CUDA == "" {
 			continue
 		}
 		c, err := version.Compare(w.CUDA, cuda)
 		if err != nil {
 			continue
 		}
-		if c < 0 && (older == nil || version.Before(older.CUDA, w.CUDA)) {
+		switch {
+		case c == 0:
+			own = w
+		case c < 0 && (older == nil || version.Before(older.CUDA, w.CUDA)):
 			older = w
-		}
-		if c > 0 && version.Major(w.CUDA) == version.Major(cuda) && (newer == nil || version.Before(w.CUDA, newer.CUDA)) {
-			newer = w
+		case c > 0 && version.Major(w.CUDA) == version.Major(cuda):
+			newer = append(newer, w)
 		}
 	}
 	var opts []string
-	if older != nil {
+	if own != nil {
+		opts = append(opts, fmt.Sprintf("torch_variant = %q, the wheels built for this CUDA %s base", own.Variant, cuda))
+	} else if older != nil {
 		opts = append(opts, fmt.Sprintf("cuda = %q (a CUDA %s base) with the %s wheels", older.CUDA, older.CUDA, older.Variant))
 	}
-	if newer != nil {
+	if len(newer) > 0 {
 		floor := "the minor-version floor"
-		if f, ok := LookupDriverFloor(newer.CUDA); ok {
+		if f, ok := LookupDriverFloor(newer[0].CUDA); ok {
 			floor = f.MinorCompat
 		}
-		opts = append(opts, fmt.Sprintf("keep the CUDA %s base and set torch_variant = %q to run the %s wheels under CUDA minor-version compatibility, which needs driver_floor >= %s", cuda, newer.Variant, newer.Variant, floor))
+		var names []string
+		for _, w := range newer {
+			names = append(names, fmt.Sprintf("%q", w.Variant))
+		}
+		opts = append(opts, fmt.Sprintf("keep the CUDA %s base and set torch_variant = %s to run those wheels under CUDA minor-version compatibility, which needs driver_floor >= %s", cuda, strings.Join(names, " or "), floor))
 	}
 	switch len(opts) {
 	case 0:

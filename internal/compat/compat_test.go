@@ -142,6 +142,10 @@ func TestCheck(t *testing.T) {
 			[]string{"nccl: nccl 2.20.5 differs from the NCCL 2.21.5|nvidia-nccl-cu12==2.21.5", "cudnn: cudnn 9.1.0.70 differs from the cuDNN 9.5.1.17|nvidia-cudnn-cu12==9.5.1.17"}},
 		{"python too old", Request{Torch: "2.6.0", Python: "3.8"}, []string{"python: not built for Python 3.8|3.9, 3.10, 3.11, 3.12, 3.13"}},
 		{"major mix", Request{CUDA: "12.1", Torch: "2.6.0", TorchVariant: "cu118", DriverFloor: "530.30.02"}, []string{"torch_variant: mix two CUDA major versions"}},
+		{"cu126 on an 11.8 base names cu118", Request{CUDA: "11.8", Torch: "2.6.0", TorchVariant: "cu126", DriverFloor: "520.61.05"},
+			[]string{`torch_variant: mix two CUDA major versions|need a CUDA 12.x base|torch_variant = "cu118"`}},
+		{"no cu121 wheel names every newer variant", Request{CUDA: "12.1", Torch: "2.6.0", DriverFloor: "525.60.13"},
+			[]string{`cuda: no cu121 wheel|torch_variant = "cu124" or "cu126"`}},
 		{"cpu wheel on cuda", Request{CUDA: "11.8", Torch: "2.6.0", TorchVariant: "cpu", DriverFloor: "525.60.13"}, []string{"torch_variant: leaves the GPU unused"}},
 		{"cu126 on both platforms", Request{CUDA: "12.6", Torch: "2.6.0", DriverFloor: "560.28.03", Platforms: []string{"linux/amd64", "linux/arm64"}}, nil},
 		{"cpu on arm64", Request{Torch: "2.6.0", Python: "3.11", Platforms: []string{"linux/arm64"}}, nil},
@@ -149,13 +153,18 @@ func TestCheck(t *testing.T) {
 			[]string{"platforms: torch 2.6.0+cu124 publishes no linux/arm64 wheel|for linux/amd64 only|torch 2.6.0 publishes cpu, cu126 wheels|drop linux/arm64 from platforms"}},
 		{"cu118 has no arm64 wheel", Request{CUDA: "11.8", Torch: "2.6.0", DriverFloor: "520.61.05", Platforms: []string{"linux/arm64"}},
 			[]string{"platforms: torch 2.6.0+cu118 publishes no linux/arm64 wheel|cpu, cu126"}},
-		{"unknown torch", Request{Torch: "1.13.1"}, []string{"torch: torch 1.13.1 is not in the compatibility catalog|2.6.0"}},
+		{"unknown torch", Request{Torch: "1.13.1"}, []string{"torch: torch 1.13.1 is not in the compatibility catalog|2.6.0|built into imagectl"}},
 		{"unknown cuda", Request{CUDA: "10.2"}, []string{"cuda: CUDA 10.2 is not in the compatibility catalog"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, got := Check(tc.req)
 			if len(got) != len(tc.want) {
 				t.Fatalf("Check(%+v) = %d problems %+v, want %d", tc.req, len(got), got, len(tc.want))
+			}
+			for i, p := range got {
+				if strings.Contains(p.Detail, ".json") || strings.Contains(p.Detail, "internal/") {
+					t.Errorf("Check(%+v)[%d].Detail = %q names a source file a binary user cannot edit", tc.req, i, p.Detail)
+				}
 			}
 			for i, w := range tc.want {
 				field, subs, _ := strings.Cut(w, ": ")
@@ -196,6 +205,9 @@ func TestQuery(t *testing.T) {
 	if len(ans.Problems) != 1 || !strings.Contains(ans.Problems[0].Summary, "no cu121 wheel") {
 		t.Errorf("Query(2.6.0, 12.1).Problems = %+v, want the cu121 problem", ans.Problems)
 	}
+	if len(ans.Problems) == 1 && !strings.Contains(ans.Problems[0].Detail, `"cu126"`) {
+		t.Errorf("Query(2.6.0, 12.1).Problems[0].Detail = %q, want it to name cu126, which the table lists", ans.Problems[0].Detail)
+	}
 	if len(ans.DriverFloors) != 1 || ans.DriverFloors[0].CUDA != "12.1" {
 		t.Errorf("Query(2.6.0, 12.1).DriverFloors = %+v", ans.DriverFloors)
 	}
@@ -208,6 +220,48 @@ func TestQuery(t *testing.T) {
 	}
 	if _, err := Query("", "10.0"); err == nil {
 		t.Errorf("Query(cuda 10.0) = nil error")
+	}
+}
+
+// TestQueryNoDriverFloor: a query asks no driver floor, so it reports no
+// driver_floor problem (it used to check a made-up "99999").
+func TestQueryNoDriverFloor(t *testing.T) {
+	for _, cuda := range []string{"11.8", "12.4", "12.6", "13.0"} {
+		t.Run(cuda, func(t *testing.T) {
+			ans, err := Query("2.6.0", cuda)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range ans.Problems {
+				if p.Field == "driver_floor" || strings.Contains(p.Summary, "99999") {
+					t.Errorf("Query(2.6.0, %s).Problems = %+v, want no driver_floor problem", cuda, ans.Problems)
+				}
+			}
+		})
+	}
+}
+
+// TestQueryMinDriver: a native row needs the toolkit's own driver, not the
+// minor-version floor (FACTS.md's table).
+func TestQueryMinDriver(t *testing.T) {
+	for _, tc := range []struct{ torch, cuda, variant, want string }{
+		{"2.6.0", "11.8", "cu118", "520.61.05"},
+		{"2.6.0", "12.4", "cu124", "550.54.14"},
+		{"2.6.0", "12.4", "cu126", "525.60.13"},
+	} {
+		ans, err := Query(tc.torch, tc.cuda)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, w := range ans.Wheels {
+			if w.Variant == tc.variant {
+				got = w.MinDriver
+			}
+		}
+		if got != tc.want {
+			t.Errorf("Query(%s, %s) %s MinDriver = %q, want %q", tc.torch, tc.cuda, tc.variant, got, tc.want)
+		}
 	}
 }
 

@@ -72,7 +72,13 @@ func Query(torch, cuda string) (Answer, error) {
 					m.Mode = "older runtime"
 				}
 				if f, ok := LookupDriverFloor(need); ok {
+					// Natively the base's toolkit needs the driver it
+					// shipped with; the other modes run under minor-version
+					// compatibility.
 					m.MinDriver = f.MinorCompat
+					if m.Mode == "native" {
+						m.MinDriver = f.Native
+					}
 				}
 			}
 			ans.Wheels = append(ans.Wheels, m)
@@ -84,8 +90,14 @@ func Query(torch, cuda string) (Answer, error) {
 		}
 	}
 	if torch != "" && cuda != "" {
-		_, ps := Check(Request{Torch: torch, CUDA: cuda, DriverFloor: "99999"})
-		ans.Problems = ps
+		// No driver floor was asked: the floors are in the table, and a
+		// missing driver_floor is a spec's problem, not the query's.
+		_, ps := Check(Request{Torch: torch, CUDA: cuda})
+		for _, p := range ps {
+			if p.Field != "driver_floor" {
+				ans.Problems = append(ans.Problems, p)
+			}
+		}
 	}
 	return ans, nil
 }

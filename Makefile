@@ -29,8 +29,9 @@ bin/imagectl-init-linux-arm64: FORCE
 deps:
 	hack/deps.sh
 
-# buildkitd, buildctl, registry, crane, cosign: built from the versions pinned in tools/go.mod;
-# policy-tester and kyverno (the admission engines) from tools/policy-tester and tools/kyverno.
+# buildkitd, buildctl, registry, crane, cosign, containerd: built from the versions pinned in
+# tools/go.mod; policy-tester, kyverno (the admission engines) and promtool from modules of their
+# own under tools/. `make demo` builds only the demo's (hack/tools.sh demo).
 tools:
 	hack/tools.sh
 	@[ "$${K8S:-}" != 1 ] || hack/tools.sh k8s
@@ -58,7 +59,9 @@ unit:
 bench: deps tools build
 	hack/bench.sh
 
-demo: deps tools build
+# Installs, builds and starts only what the demo uses (hack/demo.sh: deps, tools and up
+# with "demo"), not the test suite's engines, arm64 base or upstream stand-ins.
+demo:
 	hack/demo.sh
 
 lint:

@@ -10,6 +10,8 @@
 #                           .cache/base-arm64), pushed as debian-base:bookworm-arm64,
 #                           and the two as one index, debian-base:bookworm-multi
 #   hack/base.sh mirror     print the Debian mirror from the machine's apt sources
+#   hack/base.sh rootfs     only build (cached) the amd64 layer, no registry
+#                           needed: make demo runs it while the tools compile
 #   hack/base.sh layer DIR PACKAGES
 #                           only build (cached) DIR/layer.tar.gz: debootstrap
 #                           minbase plus PACKAGES (comma-separated), the same
@@ -77,11 +79,14 @@ fi
 security=$(apt_uri "$suite-security" | head -n1)
 mkdir -p "$root/bin"
 
-# hack/mkbase, rebuilt when its source is newer than the binary.
+# hack/mkbase, rebuilt when its source is newer than the binary; built when
+# first needed, after debootstrap (make demo runs that while the tools compile).
 mkbase=$root/bin/mkbase
-if [ ! -x "$mkbase" ] || [ -n "$(find hack/mkbase -newer "$mkbase" -name '*.go' | head -n1)" ]; then
-  go build -o "$mkbase" ./hack/mkbase
-fi
+need_mkbase() {
+  if [ ! -x "$mkbase" ] || [ -n "$(find hack/mkbase -newer "$mkbase" -name '*.go' | head -n1)" ]; then
+    go build -o "$mkbase" ./hack/mkbase
+  fi
+}
 
 # build_layer CACHE PACKAGES: CACHE/layer.tar.gz, a debootstrap minbase of
 # $suite with PACKAGES, remade only when its inputs changed.
@@ -122,11 +127,18 @@ build_layer() {
   rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/cache/apt/archives/*.deb
   : > "$rootfs/etc/machine-id"
   rm -f "$rootfs"/etc/hostname "$rootfs"/etc/resolv.conf
+  need_mkbase
   "$mkbase" tar "$rootfs" "$cache/layer.tar.gz"
   echo "$inputs" > "$cache/inputs.tmp" && mv "$cache/inputs.tmp" "$cache/inputs"
   rm -rf "$rootfs"
   echo "base: rootfs packed in $(( $(date +%s) - start ))s" >&2
 }
+
+if [ "${1:-}" = rootfs ]; then
+  [ "$arch" = amd64 ] || { echo "usage: hack/base.sh rootfs (amd64 only)" >&2; exit 2; }
+  build_layer "$root/.cache/base" "$packages"
+  exit 0
+fi
 
 if [ "${1:-}" = layer ]; then
   [ $# -eq 3 ] || { echo "usage: hack/base.sh layer DIR PACKAGES" >&2; exit 2; }
@@ -143,6 +155,7 @@ if [ "$arch" != amd64 ]; then
   cache=$root/.cache/base-$arch
 fi
 build_layer "$cache" "$packages"
+need_mkbase
 
 # Skip the push when the registry already holds what the last run pushed.
 if [ -f "$cache/digest" ] && [ "$cache/digest" -nt "$cache/layer.tar.gz" ] && [ -x bin/crane ] &&

@@ -3,6 +3,15 @@
 # loopback, pushes the local Debian base, and writes .cache/env (export
 # lines). Idempotent: a service whose recorded PID is alive is left alone.
 # hack/down.sh stops exactly the PIDs recorded in .cache/pids.
+#
+#   hack/up.sh               everything the tests use (make up, make test)
+#   hack/up.sh demo          only what `make demo` uses: buildkitd, the
+#                            registry, the wheel index, the private pair and
+#                            the amd64 Debian base (no arm64 base under QEMU,
+#                            no upstream bases or index stand-ins, no
+#                            containerd or Kubernetes: verify runs on podman)
+#   hack/up.sh status [demo] exit 0 when every service of that set runs
+# A later `hack/up.sh` starts what a demo set-up left out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -14,12 +23,24 @@ mkdir -p "$cache/logs" "$cache/pids" "$cache/buildkit" "$cache/registry" "$cache
 lib_prefix=up lib_pids=$cache/pids lib_log=$cache/logs/%s.log
 . hack/lib.sh
 
-# hack/up.sh status: exit 0 when every service up.sh starts is running.
-if [ "${1:-}" = status ]; then
-  for n in buildkitd registry wheelindex upstream-registry private-registry private-index torchindex pypiindex; do
+status=
+[ "${1:-}" = status ] && { status=1; shift; }
+profile=full
+case "${1:-}" in
+  "") ;;
+  demo) profile=demo ;;
+  *) echo "usage: hack/up.sh [status] [demo]" >&2; exit 2 ;;
+esac
+
+# hack/up.sh status [demo]: exit 0 when every service of the set is running.
+if [ -n "$status" ]; then
+  services=(buildkitd registry wheelindex private-registry private-index)
+  [ "$profile" = demo ] || services+=(upstream-registry torchindex pypiindex)
+  for n in "${services[@]}"; do
     alive "$n" || { echo "up: $n is not running" >&2; exit 1; }
   done
   [ -f "$cache/env" ] || { echo "up: no .cache/env" >&2; exit 1; }
+  [ "$profile" = demo ] && exit 0
   hack/containerd.sh status && grep -q '^export CONTAINERD_ADDRESS=' "$cache/env" || exit 1
   [ "${K8S:-}" != 1 ] || { hack/k8s.sh status && grep -q '^export IMAGECTL_KUBECONFIG=' "$cache/env"; } || exit 1
   exit 0
@@ -122,11 +143,13 @@ wheel_index=http://127.0.0.1:$(cat "$cache/wheelindex.port")/simple/
 # --- the local Debian base, pushed to the registry.
 IMAGECTL_REGISTRY=$registry hack/base.sh
 base=$registry/imagectl/debian-base:bookworm
-hack/binfmt.sh && IMAGECTL_REGISTRY=$registry hack/base.sh arm64 # linux/arm64 under QEMU; debian-base:bookworm-multi
+if [ "$profile" = full ]; then
+  hack/binfmt.sh && IMAGECTL_REGISTRY=$registry hack/base.sh arm64 # linux/arm64 under QEMU; debian-base:bookworm-multi
+fi
 mirror=$(hack/base.sh mirror)
 
 # --- the upstream registry with the nvidia/cuda-shaped, python-less bases.
-. hack/upstream.sh
+[ "$profile" = demo ] || . hack/upstream.sh
 
 tmp=$cache/env.tmp
 {
@@ -140,11 +163,17 @@ tmp=$cache/env.tmp
   printf 'export IMAGECTL_VAR_registry=%q\n' "$registry"
   printf 'export IMAGECTL_VAR_wheel_index=%q\n' "$wheel_index"
   printf 'export IMAGECTL_WHEELS_DIR=%q\n' "$cache/wheels"
-  cat "$cache"/env.d/*.env 2>/dev/null || true
+  # The demo set leaves out the upstream registry: an earlier full run's
+  # env.d/upstream.env names one that is not running now.
+  if [ "$profile" = demo ]; then cat "$cache/env.d/private.env"; else cat "$cache"/env.d/*.env 2>/dev/null || true; fi
 } > "$tmp"
-. hack/standins.sh # the pytorch spec's torch index and PyPI stand-ins; appends to $tmp
-mv "$tmp" "$cache/env"
-hack/containerd.sh # verify's containerd runtime; adds CONTAINERD_ADDRESS to .cache/env
-[ "${K8S:-}" != 1 ] || hack/k8s.sh # K8S=1: a local Kubernetes on that containerd; adds IMAGECTL_KUBECONFIG
+if [ "$profile" = demo ]; then
+  mv "$tmp" "$cache/env"
+else
+  . hack/standins.sh # the pytorch spec's torch index and PyPI stand-ins; appends to $tmp
+  mv "$tmp" "$cache/env"
+  hack/containerd.sh # verify's containerd runtime; adds CONTAINERD_ADDRESS to .cache/env
+  [ "${K8S:-}" != 1 ] || hack/k8s.sh # K8S=1: a local Kubernetes on that containerd; adds IMAGECTL_KUBECONFIG
+fi
 echo "up: wrote .cache/env" >&2
 cat "$cache/env" >&2

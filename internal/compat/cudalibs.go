@@ -87,3 +87,17 @@ func CUDABaseFlavour(ref string) string {
 	}
 	return ""
 }
+
+// nvidiaCUDAVersion matches an nvidia/cuda reference whose tag names a CUDA
+// version and captures its major.minor: nvidia/cuda:11.8.0-base-ubuntu22.04
+// -> 11.8.
+var nvidiaCUDAVersion = regexp.MustCompile(`(^|/)nvidia/cuda:([0-9]+\.[0-9]+)(\.[0-9]+)*-`)
+
+// BaseCUDA is the CUDA major.minor an nvidia/cuda base reference's tag
+// names; false for another image or a tag without a version.
+func BaseCUDA(ref string) (string, bool) {
+	if m := nvidiaCUDAVersion.FindStringSubmatch(ref); m != nil {
+		return m[2], true
+	}
+	return "", false
+}

@@ -10,6 +10,7 @@ import (
 
 	"imagectl/internal/compat"
 	"imagectl/internal/initconfig"
+	"imagectl/internal/pep"
 )
 
 var fileSchema = &hcl.BodySchema{
@@ -27,6 +28,8 @@ type loader struct {
 	usedVars map[string]bool
 	// names maps each image name to where it was defined.
 	names map[string]hcl.Range
+	// imageBlocks counts the image blocks of every file decoded.
+	imageBlocks int
 	// inheritMemo holds the inherited attributes of each image label of
 	// the file being decoded.
 	inheritMemo map[string]inheritResult
@@ -77,6 +80,7 @@ func (l *loader) decodeFile(f *hcl.File) []Image {
 	// Every image body is collected first, so that inherits can refer to
 	// blocks later in the file.
 	blocks := content.Blocks.OfType("image")
+	l.imageBlocks += len(blocks)
 	l.inheritMemo = map[string]inheritResult{}
 	owns := map[string]collected{}
 	for _, blk := range blocks {
@@ -213,10 +217,14 @@ func (l *loader) decodeImage(ctx *hcl.EvalContext, blk *hcl.Block, attrs, own co
 		l.names[img.Name] = nameRange
 		l.checkPlatforms(&img, ranges)
 		l.checkBusBandwidth(&img, ranges)
+		l.checkBaseCUDA(&img, ranges)
 		if hasErrors(l.diags[before:]) {
 			continue
 		}
 		if !l.applyCompat(&img, ranges, blk.DefRange) {
+			continue
+		}
+		if !l.checkFrozenCore(&img, ranges) {
 			continue
 		}
 		l.checkCUDATwice(&img, ranges)
@@ -313,6 +321,51 @@ func (l *loader) checkBusBandwidth(img *Image, ranges map[string]hcl.Range) {
 			v.MinBusBandwidthGBps, gpus),
 		Subject: rng.Ptr(),
 	})
+}
+
+// checkBaseCUDA requires cuda to agree with the CUDA version an
+// nvidia/cuda base's tag names.
+func (l *loader) checkBaseCUDA(img *Image, ranges map[string]hcl.Range) {
+	tagged, ok := compat.BaseCUDA(img.Base)
+	if !ok || img.CUDA == "" || img.CUDA == tagged {
+		return
+	}
+	rng, ok := ranges["cuda"]
+	if !ok {
+		rng = ranges["base"]
+	}
+	l.errorf(rng, "cuda disagrees with the base", "cuda = %q, but the base %s is CUDA %s (image %q). Set cuda = %q, or choose an nvidia/cuda:%s.x base.", img.CUDA, img.Base, tagged, img.Name, tagged, img.CUDA)
+}
+
+// checkFrozenCore refuses a pip entry that restates a project of the
+// frozen core (torch, the NCCL and cuDNN wheels it pins) with another
+// version or a URL: the lock would hold two answers for one project.
+func (l *loader) checkFrozenCore(img *Image, ranges map[string]hcl.Range) bool {
+	if img.Torch == "" {
+		return true
+	}
+	core := map[string]string{"torch": img.Torch}
+	if w, ok := compat.LookupWheel(img.Torch, img.TorchVariant); ok {
+		for _, p := range []*compat.Pin{w.NCCL, w.CUDNN} {
+			if p != nil {
+				core[pep.Normalize(p.Package)] = p.Version
+			}
+		}
+	}
+	good := true
+	for _, s := range img.Pip {
+		r, err := pep.ParseRequirement(s)
+		if err != nil {
+			continue // reported by the pip attribute's check
+		}
+		want, ok := core[pep.Normalize(r.Name)]
+		if !ok || (r.URL == "" && (r.Specifier == "" || r.Specifier == "=="+want)) {
+			continue
+		}
+		l.errorf(ranges["pip"], "pip restates the frozen core", "pip entry %q names %s, which the image pins to %s (image %q): the torch release and the wheels it pins come from torch, nccl and cudnn. Drop the entry, or change the version there.", s, r.Name, want, img.Name)
+		good = false
+	}
+	return good
 }
 
 // checkCUDATwice warns at base when an nvidia/cuda runtime or devel base

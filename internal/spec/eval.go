@@ -15,6 +15,9 @@ import (
 // eval evaluates one attribute and converts it to at's kind. It returns
 // (nil, true) for null (unset) and (nil, false) after an error.
 func (l *loader) eval(ctx *hcl.EvalContext, a *hcl.Attribute, at attr) (any, bool) {
+	if !l.declared(ctx, a.Expr) {
+		return nil, false
+	}
 	v, d := a.Expr.Value(ctx)
 	l.diags = append(l.diags, d...)
 	if d.HasErrors() {
@@ -46,6 +49,19 @@ func (l *loader) eval(ctx *hcl.EvalContext, a *hcl.Attribute, at attr) (any, boo
 			return nil
 		}
 		return at.check(s)
+	}
+	if at.noNumber {
+		if v.Type() == cty.Number {
+			return fail("Number where a string is meant", "%s = %s is a number, read as %q: write it as a string, %s = \"...\" (python = 3.10 would become \"3.1\").", a.Name, v.AsBigFloat().Text('g', -1), v.AsBigFloat().Text('g', -1), a.Name)
+		}
+		if ty := v.Type(); ty.IsTupleType() || ty.IsListType() {
+			i := 0
+			for it := v.ElementIterator(); it.Next(); i++ {
+				if _, e := it.Element(); e.Type() == cty.Number {
+					return fail("Number where a string is meant", "%s element %d is the number %s: write it as a string.", a.Name, i, e.AsBigFloat().Text('g', -1))
+				}
+			}
+		}
 	}
 	switch at.kind {
 	case kString:
@@ -155,6 +171,33 @@ func (l *loader) eval(ctx *hcl.EvalContext, a *hcl.Attribute, at attr) (any, boo
 		return initconfig.Duration(dur), true
 	}
 	return fail("Internal error", "attribute %s has no decoder", a.Name)
+}
+
+// declared reports whether every var.NAME that expr uses is declared,
+// adding an "Undeclared variable" error at each one that is not (hcl
+// alone says the object has no such attribute).
+func (l *loader) declared(ctx *hcl.EvalContext, expr hcl.Expression) bool {
+	var vars cty.Value
+	found := false
+	for c := ctx; c != nil && !found; c = c.Parent() {
+		vars, found = c.Variables["var"]
+	}
+	if !found || !vars.Type().IsObjectType() {
+		return true
+	}
+	ok := true
+	for _, tr := range expr.Variables() {
+		if tr.RootName() != "var" || len(tr) < 2 {
+			continue
+		}
+		at, isAttr := tr[1].(hcl.TraverseAttr)
+		if !isAttr || vars.Type().HasAttribute(at.Name) {
+			continue
+		}
+		l.errorf(tr.SourceRange(), "Undeclared variable", "var.%s is not declared: add a variable %q { default = ... } block to the spec, or correct the name.", at.Name, at.Name)
+		ok = false
+	}
+	return ok
 }
 
 func capitalize(s string) string {

@@ -31,8 +31,9 @@ import (
 const EnvPrefix = "IMAGECTL_VAR_"
 
 type options struct {
-	vars map[string]string
-	env  func(string) (string, bool)
+	vars     map[string]string
+	env      func(string) (string, bool)
+	warnings *DiagnosticsError
 }
 
 // Option configures Load.
@@ -58,6 +59,19 @@ func WithEnv(lookup func(string) (string, bool)) Option {
 			return errors.New("WithEnv: nil lookup")
 		}
 		o.env = lookup
+		return nil
+	}
+}
+
+// WithWarnings hands a Load's warnings to into (Diagnostics and Files, to
+// render with WriteText) instead of logging them. The default logs each
+// warning to the context's logger.
+func WithWarnings(into *DiagnosticsError) Option {
+	return func(o *options) error {
+		if into == nil {
+			return errors.New("spec warnings: nil destination")
+		}
+		o.warnings = into
 		return nil
 	}
 }
@@ -138,7 +152,7 @@ func expand(paths []string) ([]string, error) {
 			}
 		}
 		if len(files) == n {
-			return nil, fmt.Errorf("reading spec directory %s: %w", p, &fs.PathError{Op: "glob", Path: filepath.Join(p, "*.hcl"), Err: fs.ErrNotExist})
+			return nil, &NoSpecError{Path: p, Dir: true}
 		}
 	}
 	// The same file named twice (a directory and a file in it) loads once.
@@ -174,20 +188,51 @@ func load(ctx context.Context, srcs []source, o *options) ([]Image, error) {
 		l.diags = append(l.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  fmt.Sprintf("Undeclared variable %q (--var %s)", k, k),
-			Detail:   fmt.Sprintf("A value was given for var.%s (--var or WithVars), but no loaded spec declares a variable block %q.", k, k),
+			Detail:   fmt.Sprintf("A value was given for var.%s with --var, but no loaded spec declares a variable block %q.", k, k),
 		})
 	}
 	diags := dedupe(l.diags)
+	if diags.HasErrors() {
+		return nil, &DiagnosticsError{Diagnostics: diags, Files: parser.Files()}
+	}
+	if l.imageBlocks == 0 {
+		var names []string
+		for _, src := range srcs {
+			names = append(names, src.name)
+		}
+		return nil, &NoSpecError{Path: strings.Join(names, ", ")}
+	}
+	if o.warnings != nil {
+		o.warnings.Diagnostics, o.warnings.Files = diags, parser.Files()
+		return imgs, nil
+	}
 	for _, d := range diags {
 		if d.Severity == hcl.DiagWarning {
 			logs.From(ctx).Warn(d.Error())
 		}
 	}
-	if diags.HasErrors() {
-		return nil, &DiagnosticsError{Diagnostics: diags, Files: parser.Files()}
-	}
 	return imgs, nil
 }
+
+// NoSpecError is a Load that found no image to load: a directory without
+// *.hcl files, or files without image blocks. A directory without specs
+// reads as a missing path (errors.Is fs.ErrNotExist).
+type NoSpecError struct {
+	// Path names the directory, or the files loaded.
+	Path string
+	// Dir is true for a directory without *.hcl files.
+	Dir bool
+}
+
+func (e *NoSpecError) Error() string {
+	if e.Dir {
+		return fmt.Sprintf("no spec found: directory %s holds no *.hcl files", e.Path)
+	}
+	return fmt.Sprintf("no spec found: %s declares no image block (image \"NAME\" { ... })", e.Path)
+}
+
+// Is makes a directory without specs match fs.ErrNotExist.
+func (e *NoSpecError) Is(target error) bool { return e.Dir && target == fs.ErrNotExist }
 
 // dedupe drops repeated diagnostics (a defaults attribute fails once per
 // image and matrix combination).

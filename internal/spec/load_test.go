@@ -1,10 +1,13 @@
 package spec_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"imagectl/internal/initconfig"
+	"imagectl/internal/logs"
 	"imagectl/internal/spec"
 )
 
@@ -257,5 +261,88 @@ func TestShippedGolden(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("Load(specs) JSON mismatch (-want +got); run go test ./internal/spec -update:\n%s", diff)
+	}
+}
+
+// TestUndeclaredVarNamesNoGoOption: the --var message speaks to the CLI
+// user, not of Go options.
+func TestUndeclaredVarNamesNoGoOption(t *testing.T) {
+	_, err := spec.LoadSource(context.Background(), "t.hcl", []byte(`image "x" {
+base = "r.example/b:1"`+"\n"+`python = "3.11"`+repos+"}"),
+		spec.WithVars(map[string]string{"nope": "1"}), spec.WithEnv(envOf(nil)))
+	var de *spec.DiagnosticsError
+	if !errors.As(err, &de) {
+		t.Fatalf("LoadSource(--var nope=1) = %v, want diagnostics", err)
+	}
+	for _, d := range de.List() {
+		if strings.Contains(d.Detail, "WithVars") {
+			t.Errorf("diagnostic %q names a Go option", d.Detail)
+		}
+	}
+}
+
+// TestNoSpecFound: an empty file, a file without image blocks and a
+// directory without *.hcl files are errors that say no spec was found,
+// never "0 images".
+func TestNoSpecFound(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.txt")
+	varsOnly := filepath.Join(dir, "vars.hcl")
+	emptyDir := filepath.Join(dir, "emptydir")
+	for _, err := range []error{
+		os.WriteFile(empty, nil, 0o644),
+		os.WriteFile(varsOnly, []byte(`variable "a" { default = "1" }`+"\n"), 0o644),
+		os.Mkdir(emptyDir, 0o755),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		path     string
+		notExist bool
+	}{
+		{empty, false},
+		{varsOnly, false},
+		{emptyDir, true},
+	} {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			imgs, err := spec.Load(context.Background(), []string{tc.path}, spec.WithEnv(envOf(nil)))
+			var ne *spec.NoSpecError
+			if !errors.As(err, &ne) || !strings.Contains(err.Error(), "no spec found") || !strings.Contains(err.Error(), tc.path) {
+				t.Fatalf("Load(%s) = %d images, %v; want a NoSpecError naming the path", tc.path, len(imgs), err)
+			}
+			if got := errors.Is(err, os.ErrNotExist); got != tc.notExist {
+				t.Errorf("errors.Is(Load(%s), ErrNotExist) = %v, want %v", tc.path, got, tc.notExist)
+			}
+			if strings.Contains(err.Error(), "glob") {
+				t.Errorf("Load(%s) = %v, names the glob rather than the missing spec", tc.path, err)
+			}
+		})
+	}
+}
+
+// TestWithWarnings: warnings come back as diagnostics with their position,
+// and nothing is logged.
+func TestWithWarnings(t *testing.T) {
+	var logged bytes.Buffer
+	ctx := logs.With(context.Background(), slog.New(slog.NewTextHandler(&logged, nil)))
+	src := `image "x" {
+base = "r.example/b:1"
+python = "3.11"
+verify {
+  min_busbw_gbps = 100
+}` + repos + "}"
+	var w spec.DiagnosticsError
+	imgs, err := spec.LoadSource(ctx, "w.hcl", []byte(src), spec.WithEnv(envOf(nil)), spec.WithWarnings(&w))
+	if err != nil || len(imgs) != 1 {
+		t.Fatalf("LoadSource = %d images, %v", len(imgs), err)
+	}
+	ds := w.List()
+	if len(ds) != 1 || ds[0].Severity != "warning" || ds[0].File != "w.hcl" || ds[0].Line != 5 {
+		t.Errorf("WithWarnings got %+v, want one warning at w.hcl:5", ds)
+	}
+	if logged.Len() != 0 {
+		t.Errorf("Load logged %q with WithWarnings set", logged.String())
 	}
 }

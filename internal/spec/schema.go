@@ -33,6 +33,9 @@ type attr struct {
 	// check validates a string (or each string of a list); it returns the
 	// message of a range-positioned error.
 	check func(string) error
+	// noNumber makes a number an error where a version or a package is
+	// meant: python = 3.10 would become "3.1".
+	noNumber bool
 	// min and max bound kInt values; max == 0 means no upper bound.
 	min, max int64
 	// typeDoc, when set, is the type shown in the reference instead of kind.
@@ -76,11 +79,11 @@ var imageBlock = &block{
 			example: `"nvidia/cuda:12.1.1-runtime-ubuntu22.04"`,
 			doc:     "The base image reference, with a tag or a digest.",
 			field:   "Base", set: func(i *Image, v any) { i.Base = v.(string) }},
-		{name: "cuda", kind: kString, check: checkVersion(2), def: "none (CPU-only)",
+		{name: "cuda", kind: kString, noNumber: true, check: checkVersion(2), def: "none (CPU-only)",
 			example: `"12.1"`,
 			doc:     "The base image's CUDA toolkit version, major.minor.",
 			field:   "CUDA", set: func(i *Image, v any) { i.CUDA = v.(string) }},
-		{name: "torch", kind: kString, check: checkVersion(3), def: "none (no torch)",
+		{name: "torch", kind: kString, noNumber: true, check: checkVersion(3), def: "none (no torch)",
 			example: `"2.6.0"`,
 			doc:     "The torch release; it must be in the compatibility catalog (`imagectl compat`).",
 			field:   "Torch", set: func(i *Image, v any) { i.Torch = v.(string) }},
@@ -96,27 +99,27 @@ var imageBlock = &block{
 			example: `["linux/amd64", "linux/arm64"]`,
 			doc:     "The OCI platforms the image is for: `linux/amd64`, `linux/arm64`. Lint checks that the torch variant publishes wheels for each (`imagectl compat` lists them; torch 2.6.0 has linux/arm64 CUDA wheels for cu126 only). The lock resolves each platform inside that platform's manifest of the base, arm64 under emulation on an amd64 builder, into one lock file (docs/lock.md, \"Platforms\"); the build makes one image per platform from it, assembled into an OCI image index (docs/build.md, \"Platforms\": emulation, native arm64 builders).",
 			field:   "Platforms", set: func(i *Image, v any) { i.Platforms = v.([]string) }},
-		{name: "python", kind: kString, check: checkPython, def: "required",
+		{name: "python", kind: kString, noNumber: true, check: checkPython, def: "required",
 			example: `"3.11"`,
 			doc:     "The Python minor version.",
 			field:   "Python", set: func(i *Image, v any) { i.Python = v.(string) }},
-		{name: "nccl", kind: kString, check: checkVersion(0), def: "the torch wheel's pin",
+		{name: "nccl", kind: kString, noNumber: true, check: checkVersion(0), def: "the torch wheel's pin",
 			example: `"2.21.5"`,
 			doc:     "The NCCL version; it must equal what the torch wheel pins.",
 			field:   "NCCL", set: func(i *Image, v any) { i.NCCL = v.(string) }},
-		{name: "cudnn", kind: kString, check: checkVersion(0), def: "the torch wheel's pin",
+		{name: "cudnn", kind: kString, noNumber: true, check: checkVersion(0), def: "the torch wheel's pin",
 			example: `"9.1.0.70"`,
 			doc:     "The cuDNN version; it must equal what the torch wheel pins.",
 			field:   "CUDNN", set: func(i *Image, v any) { i.CUDNN = v.(string) }},
-		{name: "driver_floor", kind: kString, check: checkVersion(0), def: "required with cuda",
+		{name: "driver_floor", kind: kString, noNumber: true, check: checkVersion(0), def: "required with cuda",
 			example: `"525.60.13"`,
 			doc:     "The lowest NVIDIA driver the image supports; it must be at least what the CUDA version (or the wheel's newer CUDA) needs.",
 			field:   "DriverFloor", set: func(i *Image, v any) { i.DriverFloor = v.(string) }},
-		{name: "apt", kind: kStrings, check: checkNonEmpty, def: "[]",
+		{name: "apt", kind: kStrings, noNumber: true, check: checkApt, def: "[]",
 			example: `["jq", "openssh-server"]`,
 			doc:     `Debian/Ubuntu packages, "name" or "name=version".`,
 			field:   "Apt", set: func(i *Image, v any) { i.Apt = v.([]string) }},
-		{name: "pip", kind: kStrings, check: checkNonEmpty, def: "[]",
+		{name: "pip", kind: kStrings, noNumber: true, check: checkRequirement, def: "[]",
 			example: `["numpy==1.26.4", "transformers"]`,
 			doc:     "pip requirement specifiers.",
 			field:   "Pip", set: func(i *Image, v any) { i.Pip = v.([]string) }},

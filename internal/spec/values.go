@@ -16,6 +16,7 @@ import (
 
 	"imagectl/internal/compat"
 	"imagectl/internal/initconfig"
+	"imagectl/internal/pep"
 	"imagectl/internal/version"
 )
 
@@ -176,6 +177,25 @@ func checkAbsPath(s string) error {
 func checkNonEmpty(s string) error {
 	if strings.TrimSpace(s) == "" {
 		return errors.New("empty string")
+	}
+	return nil
+}
+
+// checkRequirement checks a pip entry: a PEP 508 requirement.
+func checkRequirement(s string) error {
+	_, err := pep.ParseRequirement(s)
+	return err
+}
+
+// aptRE is an apt-get package argument: a Debian package name, an optional
+// ":arch", and an optional "=version" whose upstream part starts with a
+// digit (an epoch "N:" may come first).
+var aptRE = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(?::[a-z0-9-]+)?(?:=(?:[0-9]+:)?[0-9][A-Za-z0-9.+~:-]*)?$`)
+
+// checkApt checks an apt entry: "name", "name=version" or "name:arch".
+func checkApt(s string) error {
+	if !aptRE.MatchString(s) {
+		return fmt.Errorf("%q is not a Debian package such as \"jq\" or \"jq=1.6-2.1ubuntu3\" (lowercase name, optional =version)", s)
 	}
 	return nil
 }

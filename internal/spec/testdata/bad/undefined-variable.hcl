@@ -1,4 +1,4 @@
-# want: 5 does not have an attribute named "nope"
+# want: 5 var.nope is not declared
 image "x" {
   base   = "registry.example/base:1"
   python = "3.11"

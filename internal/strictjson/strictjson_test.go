@@ -24,3 +24,26 @@ func TestDecode(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeNamesNoGoType: a decoding error speaks of JSON, never of the Go
+// type it decodes into.
+func TestDecodeNamesNoGoType(t *testing.T) {
+	type obj struct {
+		A int      `json:"a"`
+		B []string `json:"b"`
+	}
+	for _, tc := range []struct{ in, want string }{
+		{``, "empty: want a JSON lock object"},
+		{`[]`, "found a JSON array where a lock object belongs"},
+		{`{"a": "x"}`, `field "a": found a JSON string where a JSON number belongs`},
+		{`{"b": {}}`, `field "b": found a JSON object where a JSON array belongs`},
+		{`{"a": 1`, "truncated"},
+		{`{"c": 1}`, `unknown field "c"`},
+		{`x`, "invalid JSON at byte 1"},
+	} {
+		err := Decode([]byte(tc.in), &obj{}, "lock object")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "json:") || strings.Contains(err.Error(), "strictjson") {
+			t.Errorf("Decode(%q) = %v, want %q and no Go type", tc.in, err, tc.want)
+		}
+	}
+}

@@ -118,7 +118,10 @@ func New(cfg Config) (*Access, error) {
 	if len(cfg.Insecure) > 0 {
 		rt = &plainHTTP{inner: t, hosts: cfg.Insecure}
 	}
-	a.transport = &retrying{kind: "registry", net: a.net, inner: &phased{kind: "registry", net: a.net, inner: rt}}
+	// Registries: no plain HTTP beyond loopback unless marked insecure.
+	// ggcr sends plain HTTP to RFC 1918 and *.local registries, and pings
+	// them over http after https failed; those requests go over https.
+	a.transport = &retrying{kind: "registry", net: a.net, inner: &phased{kind: "registry", net: a.net, inner: &httpsOnly{inner: rt, plainOK: a.Insecure}}}
 	a.indexRT = &retrying{kind: "index", net: a.net, inner: &phased{kind: "index", net: a.net, inner: rt}}
 	return a, nil
 }
@@ -138,6 +141,25 @@ func (p *plainHTTP) RoundTrip(r *http.Request) (*http.Response, error) {
 	r2 := r.Clone(r.Context())
 	r2.URL.Scheme = "http"
 	return p.inner.RoundTrip(r2)
+}
+
+// httpsOnly sends a plain-HTTP registry request over https unless plainOK
+// allows its host (loopback, or marked insecure): ggcr's name.Registry
+// says http for RFC 1918 addresses and *.local names, and its ping falls
+// back to http after https fails; neither a request nor a credential may
+// leave the machine in clear text unless the user said so.
+type httpsOnly struct {
+	inner   http.RoundTripper
+	plainOK func(host string) bool
+}
+
+func (h *httpsOnly) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != "http" || h.plainOK(r.URL.Host) {
+		return h.inner.RoundTrip(r)
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Scheme = "https"
+	return h.inner.RoundTrip(r2)
 }
 
 // DockerConfigDir is where the Docker config is read from: $DOCKER_CONFIG,

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -390,5 +392,75 @@ func TestNotFound(t *testing.T) {
 	}
 	if NotFound(nil) || NotFound(errors.New("no such thing")) {
 		t.Errorf("NotFound of nil or a plain error = true")
+	}
+}
+
+// TestPingUnreachableOnce: a loopback registry that does not answer is
+// pinged over https and http; the error names the phase and the host once,
+// not both raw dial errors.
+func TestPingUnreachableOnce(t *testing.T) {
+	reg, err := name.NewRegistry("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = Default().PingRegistry(context.Background(), reg)
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || exitcode.Code(err) != exitcode.Unavailable {
+		t.Fatalf("PingRegistry(127.0.0.1:1) = %v, want an UnreachableError", err)
+	}
+	msg := err.Error()
+	if strings.Count(msg, "127.0.0.1:1") != 1 || !strings.Contains(msg, PhaseConnect) || strings.Contains(msg, "Get \"") {
+		t.Errorf("PingRegistry(127.0.0.1:1) = %q, want the host and the phase (%s) once, no raw Get", msg, PhaseConnect)
+	}
+}
+
+// TestNoPlainHTTPBeyondLoopback: ggcr says http for a registry at an RFC
+// 1918 address or a *.local name and pings it over http after https
+// failed; imagectl sends neither request (nor a credential) in clear text
+// unless the registry is on loopback or marked insecure. The names resolve
+// to a loopback test server through the test's own dialer, so nothing
+// leaves the machine.
+func TestNoPlainHTTPBeyondLoopback(t *testing.T) {
+	var plain []string
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plain = append(plain, r.Method+" "+r.Host+r.URL.Path)
+		w.WriteHeader(http.StatusOK)
+	}))
+	s.Config.ErrorLog = log.New(io.Discard, "", 0) // the https attempts' handshakes fail
+	defer s.Close()
+	to := s.Listener.Addr().String()
+	for _, tc := range []struct {
+		reg      string
+		insecure []string
+		plainOK  bool
+	}{
+		{"10.1.2.3:5000", nil, false},
+		{"192.168.7.7:5000", nil, false},
+		{"10.1.2.3:5000", []string{"10.1.2.3:5000"}, true},
+	} {
+		t.Run(tc.reg+fmt.Sprint(tc.insecure), func(t *testing.T) {
+			plain = nil
+			a, err := New(Config{Insecure: tc.insecure})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.base.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, to)
+			}
+			reg, err := name.NewRegistry(tc.reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reg.Scheme() != "http" {
+				t.Fatalf("name.NewRegistry(%s).Scheme() = %s; the test needs ggcr to say http", tc.reg, reg.Scheme())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			pingErr := a.PingRegistry(ctx, reg)
+			_, headErr := remote.Head(reg.Repo("ml/app").Tag("1"), append(a.RemoteOptions(), remote.WithContext(ctx))...)
+			if got := len(plain) > 0; got != tc.plainOK {
+				t.Errorf("registry %s (insecure %v): plain-HTTP requests %q (ping: %v, head: %v), want plain HTTP %v", tc.reg, tc.insecure, plain, pingErr, headErr, tc.plainOK)
+			}
+		})
 	}
 }

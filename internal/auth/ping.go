@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -24,7 +26,13 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("%s %s is unreachable: %v", e.Kind, e.Host, Redact(e.Err.Error()))
+	msg := e.Err.Error()
+	var ne *NetError
+	if errors.As(e.Err, &ne) && ne.Kind == e.Kind && ne.Host == e.Host {
+		// Name the host once: "registry H is unreachable: connecting: ...".
+		msg = strings.Replace(msg, ne.Kind+" "+ne.Host+": ", "", 1)
+	}
+	return fmt.Sprintf("%s %s is unreachable: %v", e.Kind, e.Host, Redact(msg))
 }
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
@@ -100,6 +108,17 @@ func (a *Access) pingError(ctx context.Context, host string, err error) error {
 		if te.StatusCode < 500 {
 			return fmt.Errorf("registry %s: %w", host, err)
 		}
+	}
+	// ggcr's ping tries https, then http (loopback), and joins both
+	// errors; the first failure already names the host and the phase.
+	var ne *NetError
+	var op *net.OpError
+	switch {
+	case errors.As(err, &ne):
+		err = ne
+	case errors.As(err, &op) && op.Op == "dial":
+		// Nothing listens: not retried, so no NetError yet.
+		err = &NetError{Kind: "registry", Host: host, Phase: PhaseConnect, Err: op.Err}
 	}
 	if ctx.Err() != nil {
 		err = fmt.Errorf("no answer in time: %w", err)

@@ -41,8 +41,9 @@ const (
 	// Unix seconds; label image.
 	VerifyTimestamp = "imagectl_verify_timestamp_seconds"
 	// VerifyBusBandwidth is the verified NCCL all-reduce bus bandwidth,
-	// GB/s; label image. Absent on one GPU.
-	VerifyBusBandwidth = "imagectl_verify_busbw_gigabytes_per_second"
+	// bytes per second (Prometheus's base unit; the check reports GB/s);
+	// label image. Absent on one GPU.
+	VerifyBusBandwidth = "imagectl_verify_busbw_bytes_per_second"
 	// VerifyCompileSeconds is the first compiled call's time of the
 	// verification's torch.compile runs, seconds; labels image, cache
 	// (cold, warm).

@@ -68,14 +68,14 @@ type Param struct {
 func (t *Thresholds) Params() []Param {
 	return []Param{
 		{Name: "gpu-hot-celsius", Help: "GPUHot fires above this temperature (C)", Number: &t.GPUHotCelsius},
-		{Name: "gpu-hot-for", Help: "... held for this long", Duration: &t.GPUHotFor},
+		{Name: "gpu-hot-for", Help: "how long a GPU stays above gpu-hot-celsius before GPUHot fires", Duration: &t.GPUHotFor},
 		{Name: "gpu-critical-celsius", Help: "GPUTemperatureCritical fires above this temperature (C)", Number: &t.GPUCriticalCelsius},
-		{Name: "gpu-critical-for", Help: "... held for this long", Duration: &t.GPUCriticalFor},
+		{Name: "gpu-critical-for", Help: "how long a GPU stays above gpu-critical-celsius before GPUTemperatureCritical fires", Duration: &t.GPUCriticalFor},
 		{Name: "gpu-idle-percent", Help: "GPUAllocatedIdle fires below this utilization (%)", Number: &t.GPUIdlePercent},
-		{Name: "gpu-idle-memory-mib", Help: "... with more than this framebuffer memory in use (MiB)", Number: &t.GPUIdleMemoryMiB},
-		{Name: "gpu-idle-for", Help: "... held for this long", Duration: &t.GPUIdleFor},
+		{Name: "gpu-idle-memory-mib", Help: "GPUAllocatedIdle needs more than this framebuffer memory in use (MiB)", Number: &t.GPUIdleMemoryMiB},
+		{Name: "gpu-idle-for", Help: "how long a GPU stays idle with memory in use before GPUAllocatedIdle fires", Duration: &t.GPUIdleFor},
 		{Name: "framebuffer-full-ratio", Help: "GPUFramebufferNearlyFull fires above this used/(used+free) ratio (0-1)", Number: &t.FramebufferFullRatio},
-		{Name: "framebuffer-full-for", Help: "... held for this long", Duration: &t.FramebufferFullFor},
+		{Name: "framebuffer-full-for", Help: "how long the framebuffer stays above the ratio before GPUFramebufferNearlyFull fires", Duration: &t.FramebufferFullFor},
 		{Name: "release-stale-age", Help: "ImagectlReleaseStale fires when an image's newest release is older than this", Duration: &t.ReleaseStaleAge},
 		{Name: "rescan-stale-age", Help: "ImagectlRescanNotRun fires when the last daily re-scan is older than this", Duration: &t.RescanStaleAge},
 	}

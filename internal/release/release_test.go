@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -187,7 +188,7 @@ func TestWriteTextfile(t *testing.T) {
 		failAt: map[string]map[string]error{"b": {StageVerify: verifyFailed{}}},
 	})
 	path := filepath.Join(t.TempDir(), "imagectl.prom")
-	if err := WriteTextfile(path, out); err != nil {
+	if err := WriteTextfile(path, out, time.Unix(1764806400, 0)); err != nil {
 		t.Fatalf("WriteTextfile() = %v", err)
 	}
 	b, err := os.ReadFile(path)

@@ -35,6 +35,9 @@ type Rescan struct {
 	// a new finding (or every violation when there was no earlier scan).
 	Breaking []report.Violation `json:"breaking"`
 	Findings int                `json:"findings"`
+	// Severities counts today's active findings (not suppressed by VEX)
+	// by severity, in lower case (critical, high, ...).
+	Severities map[string]int `json:"severities,omitempty"`
 }
 
 // BreaksPolicyError: a re-scan found something new that breaks an image's
@@ -138,6 +141,12 @@ func rescan(ctx context.Context, image, month string, ref name.Digest, pub strin
 		return rs, err
 	}
 	rs.Findings = len(r.Findings)
+	for _, f := range r.Active() {
+		if rs.Severities == nil {
+			rs.Severities = map[string]int{}
+		}
+		rs.Severities[strings.ToLower(f.Severity)]++
+	}
 	seen := map[string]bool{}
 	if prev != nil {
 		rs.Previous = prev.FinishedOn.UTC().Format("2006-01-02T15:04:05Z")

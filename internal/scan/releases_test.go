@@ -26,6 +26,7 @@ import (
 	"imagectl/internal/scan/report"
 	"imagectl/internal/scan/scantest"
 	"imagectl/internal/sign"
+	"imagectl/internal/testenv"
 )
 
 const testPassword = "scan-test-password"
@@ -150,6 +151,21 @@ func TestReleasesFindsNewCVE(t *testing.T) {
 		len(res[0].Breaking) != 1 || res[0].Breaking[0].ID != "CVE-2026-32316" || res[0].Findings != 2 {
 		t.Errorf("Releases(db2) = %+v, want jq's CVE alone new and breaking, 2 findings, a previous scan", res)
 	}
+	// The daily job's metrics: a policy broken by a new finding is the
+	// re-scan's result, not its failure; jq's CVE is a new fixable high;
+	// Prometheus parses the file and the rules evaluate over it (nothing
+	// fires: no new critical, the re-scan just ran).
+	metrics := filepath.Join(t.TempDir(), "rescan.prom")
+	if err := scan.WriteRescanTextfile(metrics, res, err, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	testenv.CheckMetrics(t, metrics)
+	testenv.EvalRules(t, metrics, nil, map[string]float64{
+		`sum(imagectl_rescan_success)`:                                        1,
+		`sum(imagectl_scan_new_findings{severity="high", fixable="true"})`:    1,
+		`count(imagectl_scan_new_findings{severity="critical"}) or vector(0)`: 0,
+		`sum(imagectl_scan_findings{image="demo", month="2026-12"})`:          2,
+	})
 
 	res, err = d.rescan(t, db2, demoPolicy)
 	if err != nil || len(res) != 1 || len(res[0].New) != 0 || len(res[0].Breaking) != 0 {

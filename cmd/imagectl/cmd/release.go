@@ -228,13 +228,14 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		outErr = writeReleaseTable(cmd.OutOrStdout(), outcomes)
 	}
 	var metricsErr error
+	now := time.Now()
 	if f.metricsFile != "" {
-		if err := release.WriteTextfile(f.metricsFile, outcomes); err != nil {
+		if err := release.WriteTextfile(f.metricsFile, outcomes, now); err != nil {
 			metricsErr = fmt.Errorf("writing the metrics to %s: %w", f.metricsFile, err)
 		}
 	}
 	if f.pushgateway != "" {
-		if err := release.Push(ctx, f.pushgateway, outcomes); err != nil {
+		if err := release.Push(ctx, f.pushgateway, outcomes, now); err != nil {
 			metricsErr = errors.Join(metricsErr, fmt.Errorf("pushing the metrics to %s: %w", f.pushgateway, err))
 		}
 	}

@@ -81,6 +81,7 @@ Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json or
 		newReleasesCmd(),
 		newReleaseCmd(),
 		offline(newFingerprintCmd()),
+		offline(newMonitoringCmd()),
 		newDoctorCmd(),
 		offline(newVersionCmd()),
 	)

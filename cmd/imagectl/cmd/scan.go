@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"imagectl/internal/exitcode"
+	"imagectl/internal/monitoring"
 	"imagectl/internal/promote"
 	"imagectl/internal/scan"
 	"imagectl/internal/scan/report"
@@ -58,6 +60,7 @@ func newScanCmd() *cobra.Command {
 		pubKey   string
 		attest   bool
 		releases string
+		metrics  metricsFlags
 		specs    []string
 		spf      specFlags
 	)
@@ -89,16 +92,23 @@ image index, each platform image) is scanned with today's database (each image's
 the new result is attested (--signing-key), and what is new since the last
 signed scan is printed per image and month. With --spec, the images'
 policy { vulnerabilities { ... } } decide: exit 5 when anything new breaks
-one, 0 otherwise.`,
+one, 0 otherwise. --metrics-file (node_exporter's textfile collector) or
+--pushgateway gets the findings by severity, the new ones, and whether the
+re-scan went through: the metrics imagectl monitoring render's rules alert on
+(docs/monitoring.md).`,
 		Example: `  imagectl scan reg/imagectl/demo@sha256:... --key keys/cosign.pub --db reg/imagectl/grype-db:latest
   imagectl scan reg/imagectl/demo@sha256:... --key keys/cosign.pub --db ./vulnerability-db_v6.1.10.tar.zst -o json
   imagectl scan reg/imagectl/demo@sha256:... --key keys/cosign.pub --db DB --vex images/demo/vex.json \
       --attest --signing-key keys/cosign.key
   imagectl scan --releases images/ --spec specs/ --db reg/imagectl/grype-db:latest \
-      --key keys/cosign.pub --signing-key keys/cosign.key       # the daily job`,
+      --key keys/cosign.pub --signing-key keys/cosign.key \
+      --metrics-file /var/lib/node_exporter/textfile/imagectl-rescan.prom   # the daily job`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var ref name.Digest
+			if releases == "" && (metrics.file != "" || metrics.pushgateway != "") {
+				return exitcode.Wrap(exitcode.Usage, errors.New("--metrics-file and --pushgateway are for --releases"))
+			}
 			if releases != "" {
 				if len(args) > 0 {
 					return exitcode.Wrap(exitcode.Usage, errors.New("--releases takes no IMAGE@DIGEST"))
@@ -125,6 +135,7 @@ one, 0 otherwise.`,
 				if rs, err = prepareRescan(cmd, releases, pubKey, &sf, &sign, spf, specs); err != nil {
 					return err
 				}
+				rs.metrics = metrics
 			}
 			ctx := cmd.Context()
 			db, err := scan.OpenDB(ctx, sf.db, opts...)
@@ -165,6 +176,8 @@ one, 0 otherwise.`,
 	cmd.Flags().StringVar(&sign.kms, "kms", "", "KMS key URI for --attest instead of --signing-key")
 	cmd.Flags().BoolVar(&sign.passwordStdin, "password-stdin", false, "read the signing key password from the first line of stdin")
 	cmd.Flags().StringVar(&releases, "releases", "", "re-scan every promoted digest of IMAGES_DIR/*/releases.json and attest the results (needs --signing-key)")
+	cmd.Flags().StringVar(&metrics.file, "metrics-file", "", "with --releases: write Prometheus metrics here (textfile collector format)")
+	cmd.Flags().StringVar(&metrics.pushgateway, "pushgateway", "", "with --releases: push the metrics to this Pushgateway URL (job "+monitoring.JobRescan+")")
 	cmd.Flags().StringSliceVar(&specs, "spec", nil, "with --releases: spec file(s) or directory whose policy { vulnerabilities { ... } } decide the exit code")
 	spf.add(cmd)
 	cmd.AddCommand(newPushDBCmd())
@@ -203,6 +216,28 @@ type rescan struct {
 	dir, pubKey string
 	signOpts    []sign.Option
 	policies    map[string]report.Policy
+	metrics     metricsFlags
+}
+
+// metricsFlags are where scan --releases sends its metrics.
+type metricsFlags struct{ file, pushgateway string }
+
+// write sends the re-scan's metrics (res, and err as the re-scan's
+// outcome) where the flags say.
+func (m metricsFlags) write(ctx context.Context, res []scan.Rescan, err error) error {
+	now := time.Now()
+	var errs []error
+	if m.file != "" {
+		if werr := scan.WriteRescanTextfile(m.file, res, err, now); werr != nil {
+			errs = append(errs, werr)
+		}
+	}
+	if m.pushgateway != "" {
+		if perr := scan.PushRescan(ctx, m.pushgateway, res, err, now); perr != nil {
+			errs = append(errs, perr)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // prepareRescan reads what scan --releases needs besides the database: the
@@ -233,6 +268,11 @@ func prepareRescan(cmd *cobra.Command, dir, pubKey string, sf *scanFlags, sign *
 // run re-scans with db and prints what is new, as a table or as JSON.
 func (rs *rescan) run(cmd *cobra.Command, db *scan.DB, asJSON bool, opts []scan.Option) error {
 	res, err := scan.Releases(cmd.Context(), rs.dir, rs.pubKey, db, rs.policies, rs.signOpts, opts...)
+	// The metrics say whether the re-scan went through: written also when
+	// it did not (a metrics failure never hides the re-scan's own).
+	if merr := rs.metrics.write(cmd.Context(), res, err); merr != nil {
+		err = errors.Join(err, merr)
+	}
 	var be *scan.BreaksPolicyError
 	if err != nil && !errors.As(err, &be) {
 		return err

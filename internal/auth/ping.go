@@ -109,21 +109,33 @@ func (a *Access) pingError(ctx context.Context, host string, err error) error {
 			return fmt.Errorf("registry %s: %w", host, err)
 		}
 	}
-	// ggcr's ping tries https, then http (loopback), and joins both
-	// errors; the first failure already names the host and the phase.
-	var ne *NetError
-	var op *net.OpError
-	switch {
-	case errors.As(err, &ne):
-		err = ne
-	case errors.As(err, &op) && op.Op == "dial":
-		// Nothing listens: not retried, so no NetError yet.
-		err = &NetError{Kind: "registry", Host: host, Phase: PhaseConnect, Err: op.Err}
+	if u := Unreachable("registry", host, err); u != nil {
+		if ctx.Err() != nil {
+			u.Err = fmt.Errorf("no answer in time: %w", u.Err)
+		}
+		return u
 	}
 	if ctx.Err() != nil {
 		err = fmt.Errorf("no answer in time: %w", err)
 	}
 	return &UnreachableError{Kind: "registry", Host: host, Err: err}
+}
+
+// Unreachable returns err, a failed request to host, as an
+// *UnreachableError that names the phase and the host once (ggcr tries
+// https, then http on loopback, and joins both raw errors); nil when err
+// is no failure on the way (a status, a bad manifest, ...).
+func Unreachable(kind, host string, err error) *UnreachableError {
+	var ne *NetError
+	var op *net.OpError
+	switch {
+	case errors.As(err, &ne):
+		return &UnreachableError{Kind: kind, Host: host, Err: ne}
+	case errors.As(err, &op) && op.Op == "dial":
+		// Nothing listens: not retried, so no NetError yet.
+		return &UnreachableError{Kind: kind, Host: host, Err: &NetError{Kind: kind, Host: host, Phase: PhaseConnect, Err: op.Err}}
+	}
+	return nil
 }
 
 // CheckIndex sends a HEAD to rawURL with the index credential for its host

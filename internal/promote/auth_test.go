@@ -63,3 +63,21 @@ func TestPinDeniedIsNotARefusal(t *testing.T) {
 		t.Errorf("Pin() = %v (exit %d), want exit %d naming %s", err, exitcode.Code(err), exitcode.AuthFailed, cfg)
 	}
 }
+
+// TestPinUnreachableOnce: pin of a registry where nothing listens exits 69
+// naming the phase and the host once, not ggcr's https and http dial
+// errors side by side.
+func TestPinUnreachableOnce(t *testing.T) {
+	tag, err := name.NewTag("127.0.0.1:1/imagectl/demo:demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Pin(context.Background(), tag, WithTrustedKeys("k.pub"), WithVerifierKeys("v.pub"), WithAccess(auth.Default()))
+	if exitcode.Code(err) != exitcode.Unavailable {
+		t.Fatalf("Pin(127.0.0.1:1) = %v (exit %d), want exit %d", err, exitcode.Code(err), exitcode.Unavailable)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, `Get "http`) || !strings.Contains(msg, auth.PhaseConnect) || strings.Count(msg, "registry 127.0.0.1:1") != 1 {
+		t.Errorf("Pin(127.0.0.1:1) = %q, want the phase and the registry once and no raw Get", msg)
+	}
+}

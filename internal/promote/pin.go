@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/lock"
 )
 
@@ -63,6 +64,9 @@ func Pin(ctx context.Context, tag name.Tag, opts ...Option) (*Pinned, error) {
 	}
 	desc, err := remote.Head(tag, o.remoteOptions(ctx)...)
 	if err != nil {
+		if u := auth.Unreachable("registry", tag.RegistryStr(), err); u != nil {
+			return nil, fmt.Errorf("resolving %s: %w", tag, u)
+		}
 		return nil, o.classify(fmt.Errorf("resolving %s: %w", tag, err))
 	}
 	d := tag.Context().Digest(desc.Digest.String())

@@ -15,6 +15,7 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
+	"imagectl/internal/testenv"
 )
 
 // TestReleaseDemoEndToEnd runs the whole pipeline on the demo spec against
@@ -48,6 +49,19 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 	if oc.Result == nil || !oc.Result.Passed || oc.Result.Digest != oc.Digest {
 		t.Fatalf("verification result = %+v, want passed for %s", oc.Result, oc.Digest)
 	}
+	// The release's metrics (imagectl release --metrics-file): Prometheus
+	// parses them, and over their samples no alert fires (the release
+	// passed, just now) while the release time and success are there.
+	metrics := filepath.Join(t.TempDir(), "imagectl-release.prom")
+	if err := WriteTextfile(metrics, out, time.Now()); err != nil {
+		t.Fatalf("WriteTextfile() = %v", err)
+	}
+	testenv.CheckMetrics(t, metrics)
+	testenv.EvalRules(t, metrics, nil, map[string]float64{
+		`sum(imagectl_release_success{image="demo"})`:             1,
+		`count(imagectl_release_timestamp_seconds{image="demo"})`: 1,
+		`count(imagectl_verify_timestamp_seconds{image="demo"})`:  1,
+	})
 	rf, err := promote.ReadFile(filepath.Join(images, "demo", promote.FileName))
 	if err != nil {
 		t.Fatalf("reading the release file: %v", err)

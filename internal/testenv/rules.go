@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func EvalRules(t testing.TB, path string, want map[string][]map[string]string, e
 			if m.GetCounter() != nil {
 				v = m.GetCounter().GetValue()
 			}
-			input = append(input, series{Series: name + "{" + strings.Join(ls, ", ") + "}", Values: fmt.Sprintf("%vx60", v)})
+			input = append(input, series{Series: name + "{" + strings.Join(ls, ", ") + "}", Values: strconv.FormatFloat(v, 'f', -1, 64) + "x60"})
 		}
 	}
 	sort.Slice(input, func(i, j int) bool { return input[i].Series < input[j].Series })

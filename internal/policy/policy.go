@@ -82,12 +82,21 @@ type options struct {
 // default is DefaultName.
 func WithName(n string) Option {
 	return func(o *options) error {
-		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
-			return fmt.Errorf("policy name %q: %s", n, strings.Join(errs, "; "))
+		if err := CheckName(n); err != nil {
+			return err
 		}
 		o.name = n
 		return nil
 	}
+}
+
+// CheckName reports whether n can be a policy's metadata.name (a DNS-1123
+// subdomain), so that a caller can refuse a bad name before reading keys.
+func CheckName(n string) error {
+	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+		return fmt.Errorf("policy name %q: %s", n, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // WithKeyFile reads the signer's public key (cosign.pub, PEM): the key

@@ -81,7 +81,8 @@ Exit codes: 0 clean, 1 spec errors, 2 usage.`,
 			if err != nil {
 				return err
 			}
-			imgs, err := spec.Load(cmd.Context(), specPaths(args), opts...)
+			var warns spec.DiagnosticsError
+			imgs, err := spec.Load(cmd.Context(), specPaths(args), append(opts, spec.WithWarnings(&warns))...)
 			var de *spec.DiagnosticsError
 			if err != nil && !errors.As(err, &de) {
 				return pathError(err)
@@ -98,6 +99,8 @@ Exit codes: 0 clean, 1 spec errors, 2 usage.`,
 				}
 				if de != nil {
 					r.Diagnostics = de.List()
+				} else {
+					r.Diagnostics = warns.List()
 				}
 				if err := writeJSON(cmd.OutOrStdout(), r); err != nil {
 					return err
@@ -106,8 +109,17 @@ Exit codes: 0 clean, 1 spec errors, 2 usage.`,
 				if err := de.WriteText(cmd.ErrOrStderr(), 100, false); err != nil {
 					return err
 				}
-			} else if len(vexErrs) == 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d images, no problems\n", len(imgs))
+			} else {
+				if err := warns.WriteText(cmd.ErrOrStderr(), 100, false); err != nil {
+					return err
+				}
+				if len(vexErrs) == 0 {
+					problems := "no problems"
+					if n := len(warns.Diagnostics); n > 0 {
+						problems = plural(n, "warning")
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s, %s\n", plural(len(imgs), "image"), problems)
+				}
 			}
 			if !asJSON {
 				for _, e := range vexErrs {

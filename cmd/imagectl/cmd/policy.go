@@ -73,6 +73,9 @@ the policy. Paths are spec files or directories (the default is specs/);
 			case "json", "yaml", "human":
 				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("-o %q: -o names the file to write; the format is --format", outPath))
 			}
+			if err := policy.CheckName(policyName); err != nil {
+				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--name: %w", err))
+			}
 			rs, err := policyRepos(cmd, sf, args, images, repos)
 			if err != nil {
 				return err

@@ -52,7 +52,7 @@ func newReleaseCmd() *cobra.Command {
 		Use:   "release [specs...] [--image NAME]",
 		Short: "Run the whole pipeline per image: lock check, build, sign, verify, promote",
 		Long: `Release runs, for each concrete image of the specs: the lock check (the lock in
---images-dir must match the spec; --lock-missing resolves one that does not exist),
+--images must match the spec; --lock-missing resolves one that does not exist),
 the build (pushed by digest to the staging repository), signing with the lock,
 SBOM and provenance attestations, verification (the result signed with the
 verifier key) and promotion (the digest recorded in images/NAME/releases.json
@@ -103,7 +103,8 @@ stops the image with exit 77, naming the host and the credential source.`,
 	f.spec.add(cmd)
 	addOutputFlag(cmd, &f.out)
 	fl.StringArrayVar(&f.images, "image", nil, "release only this image (repeatable)")
-	fl.StringVar(&f.imagesDir, "images-dir", "images", "where the locks and release files live")
+	fl.StringVar(&f.imagesDir, "images", "images", "directory holding images/<name>/ (locks and release files)")
+	flagAliases(cmd, map[string]string{"images-dir": "images"})
 	fl.IntVar(&f.jobs, "jobs", 1, "images run at once")
 	fl.StringVar(&f.addr, "addr", "", "buildkitd address (default $BUILDKIT_HOST)")
 	fl.StringVar(&f.progress, "progress", "auto", "build progress on stderr: auto, tty, plain, rawjson or quiet (plain when --jobs > 1)")

@@ -3,8 +3,11 @@
 package cmd
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -85,9 +88,35 @@ Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json or
 		newDoctorCmd(),
 		offline(newVersionCmd()),
 	)
+	root.InitDefaultCompletionCmd()
+	groupUsage(root)
 	root.SetOut(os.Stdout)
 	root.SetErr(os.Stderr)
 	return root
+}
+
+// groupUsage makes each command that only groups subcommands (the root,
+// completion, policy, ...) refuse an unknown subcommand as a usage error
+// (cobra exits 1 for the root, or prints help and exits 0 below it), and
+// print its help when called without one.
+func groupUsage(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		groupUsage(sub)
+	}
+	if c.Runnable() || !c.HasSubCommands() {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
+		}
+		return exitcode.Wrap(exitcode.Usage, errors.New(msg))
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }
 
 // usageArgs wraps a cobra positional-args validator so that its error maps

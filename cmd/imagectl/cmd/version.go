@@ -7,24 +7,54 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// versionInfo is what version reports: imagectl's version, the Go
+// toolchain, and the engines it links.
+type versionInfo struct {
+	Version string            `json:"version"`
+	Go      string            `json:"go"`
+	Engines map[string]string `json:"engines"`
+}
+
+// engines are the modules version names.
+var engines = []string{"github.com/moby/buildkit", "github.com/google/go-containerregistry", "github.com/sigstore/cosign/v2", "github.com/hashicorp/hcl/v2"}
+
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	var out outputFlag
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print imagectl's version and the versions of the engines it links",
-		Args:  usageArgs(cobra.NoArgs),
+		Example: `  imagectl version
+  imagectl version -o json`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.json()
+			if err != nil {
+				return err
+			}
 			bi, ok := debug.ReadBuildInfo()
 			if !ok {
 				return fmt.Errorf("no build information in this binary")
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imagectl %s (%s)\n", bi.Main.Version, bi.GoVersion)
+			v := versionInfo{Version: bi.Main.Version, Go: bi.GoVersion, Engines: map[string]string{}}
 			for _, d := range bi.Deps {
-				switch d.Path {
-				case "github.com/moby/buildkit", "github.com/google/go-containerregistry", "github.com/sigstore/cosign/v2", "github.com/hashicorp/hcl/v2":
-					fmt.Fprintf(cmd.OutOrStdout(), "  %s %s\n", d.Path, d.Version)
+				for _, e := range engines {
+					if d.Path == e {
+						v.Engines[d.Path] = d.Version
+					}
+				}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), v)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imagectl %s (%s)\n", v.Version, v.Go)
+			for _, e := range engines {
+				if ver, ok := v.Engines[e]; ok {
+					fmt.Fprintf(cmd.OutOrStdout(), "  %s %s\n", e, ver)
 				}
 			}
 			return nil
 		},
 	}
+	addOutputFlag(cmd, &out)
+	return cmd
 }

@@ -13,6 +13,11 @@ func newMonitoringCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "monitoring",
 		Short: "Prometheus rules, a PrometheusRule and a Grafana dashboard for the GPU fleet and imagectl's releases",
+		Long: `Monitoring renders what a Prometheus and Grafana stack needs to watch the GPUs the
+images run on (NVIDIA dcgm-exporter's metrics) and imagectl's own releases (the
+metrics imagectl release and imagectl scan --releases write with --metrics-file or
+--pushgateway). docs/monitoring.md wires them and says what each alert means.`,
+		Example: `  imagectl monitoring render --out /tmp/imagectl-monitoring`,
 	}
 	cmd.AddCommand(newMonitoringRenderCmd())
 	return cmd

@@ -253,9 +253,29 @@ func TestDocsSpecExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	exs := docSpecExamples(t, root)
+	if len(exs) == 0 {
+		t.Fatalf("no whole spec example found in README.md and docs/*.md")
+	}
+	for _, ex := range exs {
+		if ex.err != nil {
+			t.Errorf("%s: the spec example does not lint: %v", ex.name, ex.err)
+		}
+	}
+}
+
+type docSpec struct {
+	name string // FILE:LINE of the block
+	imgs []spec.Image
+	err  error
+}
+
+// docSpecExamples loads each whole spec example (see TestDocsSpecExamples).
+func docSpecExamples(t *testing.T, root string) []docSpec {
+	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	files = append([]string{filepath.Join(root, "README.md")}, files...)
-	seen := 0
+	var out []docSpec
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -274,16 +294,84 @@ func TestDocsSpecExamples(t *testing.T) {
 			if !strings.Contains(src, `image "`) || !baseAttr.MatchString(src) {
 				continue
 			}
-			seen++
+			// Lines count from the block's first line; the name gives
+			// the file and the fence's line.
 			name := rel + ":" + strconv.Itoa(start)
-			// Lines of the block count from the fence, so positions in
-			// a diagnostic are the block's; the name gives the file's.
-			if _, err := spec.LoadSource(t.Context(), name, []byte(src), spec.WithEnv(func(string) (string, bool) { return "", false })); err != nil {
-				t.Errorf("%s: the spec example does not lint: %v", name, err)
+			imgs, err := spec.LoadSource(t.Context(), name, []byte(src), spec.WithEnv(func(string) (string, bool) { return "", false }))
+			out = append(out, docSpec{name: name, imgs: imgs, err: err})
+		}
+	}
+	return out
+}
+
+// TestDocsImageNames: an image name that docs/*.md, README.md or the help
+// of pin, promote and releases hand to those commands is one the shipped
+// specs, or a whole spec example of the docs, make (pin NAME:TAG reads
+// images/NAME/releases.json), and a tag
+// after NAME: is one a release gives it: NAME itself or NAME-YYYY.MM[.N].
+func TestDocsImageNames(t *testing.T) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgs, err := spec.Load(t.Context(), []string{filepath.Join(root, "specs")}, spec.WithEnv(func(string) (string, bool) { return "", false }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, img := range imgs {
+		names[img.Name] = true
+	}
+	for _, ex := range docSpecExamples(t, root) {
+		for _, img := range ex.imgs {
+			names[img.Name] = true
+		}
+	}
+	texts := map[string]string{}
+	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	for _, f := range append(files, filepath.Join(root, "README.md")) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, f)
+		texts[rel] = string(b)
+	}
+	for _, c := range New().Commands() {
+		texts["imagectl "+c.Name()+" --help"] = c.Example
+	}
+	use := regexp.MustCompile(`imagectl (pin|promote|releases) ([a-z0-9][a-z0-9._-]*)(?::([A-Za-z0-9._-]+))?(?:\s|$|` + "`" + `)`)
+	monthly := regexp.MustCompile(`^-\d{4}\.\d{2}(\.\d+)?$`)
+	for where, text := range texts {
+		for _, m := range use.FindAllStringSubmatch(text, -1) {
+			img, tag := m[2], m[3]
+			if img == "images" {
+				continue // the images folder
+			}
+			if !names[img] {
+				t.Errorf("%s: %q names image %q, which no shipped spec makes", where, strings.TrimSpace(m[0]), img)
+				continue
+			}
+			if rest, ok := strings.CutPrefix(tag, img); tag != "" && (!ok || rest != "" && !monthly.MatchString(rest)) {
+				t.Errorf("%s: %q names tag %q, which a release of %s never gets (%s or %s-YYYY.MM)", where, strings.TrimSpace(m[0]), tag, img, img, img)
 			}
 		}
 	}
-	if seen == 0 {
-		t.Errorf("no whole spec example found in README.md and docs/*.md")
+}
+
+// TestReadmeNamesEveryCommand: every command a user can run appears in
+// README.md as "imagectl VERB".
+func TestReadmeNamesEveryCommand(t *testing.T) {
+	b, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range New().Commands() {
+		if c.Hidden || c.Name() == "help" {
+			continue
+		}
+		if !strings.Contains(string(b), "imagectl "+c.Name()+" ") && !strings.Contains(string(b), "imagectl "+c.Name()+"`") {
+			t.Errorf("README.md does not mention imagectl %s (%s)", c.Name(), c.Short)
+		}
 	}
 }

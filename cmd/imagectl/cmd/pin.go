@@ -41,10 +41,10 @@ images/NAME/releases.json) or a full repository (registry/path:TAG).
 The registry login is the Docker config's (docker login, credential helpers);
 a private CA is added with --ca-file. A registry that refuses the login is exit
 77, naming it and the Docker config entry tried.`,
-		Example: `  imagectl pin pytorch-2.6-cu124:2.6-cu124
-  imagectl pin registry.example/ml/pytorch:2.6-cu124-2026.12 --key cosign.pub --verifier-key verifier.pub -o json
+		Example: `  imagectl pin pytorch-2.6-cu121-py3.11:pytorch-2.6-cu121-py3.11
+  imagectl pin registry.example/ml/pytorch:pytorch-2.6-cu121-py3.11-2026.12 --key cosign.pub --verifier-key verifier.pub -o json
   imagectl pin pytorch-cu126-py3.11:pytorch-cu126-py3.11 --skip-platform linux/arm64 -o json
-  DOCKER_CONFIG=~/.docker-platform imagectl pin registry.example/ml/pytorch:2.6-cu124 --ca-file platform-ca.pem`,
+  DOCKER_CONFIG=~/.docker-platform imagectl pin registry.example/ml/pytorch:pytorch-2.6-cu121-py3.11 --ca-file platform-ca.pem`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.json()

@@ -82,10 +82,10 @@ Without --confirm nothing is written: the plan is printed. A second run does
 nothing; an interrupted run completes when run again. Given a directory,
 promote reconciles every <dir>/*/releases.json, each gated on its own.
 --output json prints a list of results (one per release file).`,
-		Example: `  imagectl promote pytorch-2.6-cu124                       # dry run: gates and plan
-  imagectl promote pytorch-2.6-cu124 --confirm
+		Example: `  imagectl promote pytorch-2.6-cu121-py3.11   # dry run: gates and plan
+  imagectl promote pytorch-2.6-cu121-py3.11 --confirm
   imagectl promote images/ --confirm --key signing.pub --verifier-key verifier.pub
-  imagectl promote images/pytorch-2.6-cu124/releases.json --key keys/cosign.pub --verifier-key keys/verifier.pub -o json
+  imagectl promote images/pytorch-2.6-cu121-py3.11/releases.json --key keys/cosign.pub --verifier-key keys/verifier.pub -o json
   imagectl promote images/ --confirm --spec specs/   # with the vulnerabilities gate of each spec`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -20,8 +20,8 @@ func newReleasesCmd() *cobra.Command {
 		Long: `Releases lists the release file images/NAME/releases.json: every tag with its
 digest and release month, newest first, moving tags marked. It reads git, not
 the registry; imagectl promote makes the registry match.`,
-		Example: `  imagectl releases pytorch-2.6-cu124
-  imagectl releases pytorch-2.6-cu124 -o json`,
+		Example: `  imagectl releases pytorch-2.6-cu121-py3.11
+  imagectl releases pytorch-2.6-cu121-py3.11 -o json`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.json()

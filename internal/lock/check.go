@@ -22,6 +22,21 @@ func (e *StaleError) Error() string {
 // ExitCode implements exitcode.Coder.
 func (e *StaleError) ExitCode() int { return exitcode.LockStale }
 
+// MissingError reports an image that has no lock yet. It exits like a
+// stale lock (exitcode.LockStale: the image needs imagectl lock), but says
+// what is wrong.
+type MissingError struct {
+	Image string
+	Path  string
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("no lock for %s: %s does not exist; run imagectl lock --image %s to resolve it", e.Image, e.Path, e.Image)
+}
+
+// ExitCode implements exitcode.Coder.
+func (e *MissingError) ExitCode() int { return exitcode.LockStale }
+
 // Check tells whether l is still the lock of img, offline: no network and
 // no daemon. It returns a *StaleError when the spec inputs or the catalog
 // changed, a *CatalogError when img now breaks a catalog rule, nil when the

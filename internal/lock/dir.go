@@ -63,7 +63,7 @@ func CheckAll(ctx context.Context, dir string, imgs []spec.Image, opts ...Option
 		r := CheckResult{Image: img.Name, Path: Path(dir, img.Name)}
 		l, err := Read(r.Path)
 		if errors.Is(err, fs.ErrNotExist) {
-			err = &StaleError{Image: img.Name, Reason: "there is no lock at " + r.Path}
+			err = &MissingError{Image: img.Name, Path: r.Path}
 		}
 		if err == nil {
 			err = Check(ctx, img, l, opts...)

@@ -2,10 +2,12 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 
+	"imagectl/internal/exitcode"
 	"imagectl/internal/spec"
 )
 
@@ -39,5 +41,19 @@ func TestLockAllReportsEveryImage(t *testing.T) {
 		if _, err := os.Stat(Path(dir, n)); !os.IsNotExist(err) {
 			t.Errorf("a lock of %s, which cannot resolve, is there: %v", n, err)
 		}
+	}
+}
+
+// TestCheckAllMissing: an image without a lock is reported as missing
+// (exit 3, like a stale lock), not as stale.
+func TestCheckAllMissing(t *testing.T) {
+	dir := t.TempDir()
+	res, err := CheckAll(context.Background(), dir, []spec.Image{{Name: "demo"}})
+	var me *MissingError
+	if !errors.As(err, &me) || me.Image != "demo" || exitcode.Code(err) != exitcode.LockStale {
+		t.Fatalf("CheckAll(no lock) = %v (exit %d), want a *MissingError for demo, exit %d", err, exitcode.Code(err), exitcode.LockStale)
+	}
+	if len(res) != 1 || strings.Contains(res[0].Error, "stale") || !strings.Contains(res[0].Error, "no lock for demo") {
+		t.Errorf("CheckAll(no lock)[0].Error = %q, want it to say the lock is missing, not stale", res[0].Error)
 	}
 }

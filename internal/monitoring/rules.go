@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -54,6 +55,18 @@ func Alerts() []string {
 		}
 	}
 	return out
+}
+
+// humanAge writes an age for people: "35 days", "36h", else as Prometheus
+// would.
+func humanAge(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return promDuration(d)
 }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
@@ -110,7 +123,7 @@ func Rules(t Thresholds) []RuleGroup {
 				fmt.Sprintf("time() - %s > %s", ReleaseTimestamp, num(t.ReleaseStaleAge.Seconds())), "", severityWarning,
 				"{{ $labels.image }}'s newest release is stale",
 				fmt.Sprintf("{{ $labels.image }} has had no successful release for more than %s (newest {{ $value | humanizeDuration }} ago).",
-					promDuration(t.ReleaseStaleAge))),
+					humanAge(t.ReleaseStaleAge))),
 			alert(AlertReleaseFailed,
 				fmt.Sprintf("%s == 0", ReleaseSuccess), "", severityWarning,
 				"{{ $labels.image }}'s release failed at {{ $labels.failed_stage }}",
@@ -122,11 +135,11 @@ func Rules(t Thresholds) []RuleGroup {
 			alert(AlertRescanNotRun,
 				fmt.Sprintf("time() - %s > %s", RescanTimestamp, num(t.RescanStaleAge.Seconds())), "", severityWarning,
 				"the daily re-scan has not run",
-				fmt.Sprintf("The daily re-scan last ended {{ $value | humanizeDuration }} ago (more than %s).", promDuration(t.RescanStaleAge))),
+				fmt.Sprintf("The daily re-scan last ended {{ $value | humanizeDuration }} ago (more than %s).", humanAge(t.RescanStaleAge))),
 			alert(AlertNewFixableCritical,
 				fmt.Sprintf(`sum by (image, month, platform, digest) (%s{severity="critical", fixable="true"}) > 0`, ScanNewFindings), "", severityC,
 				"{{ $labels.image }} {{ $labels.month }} has a new fixable critical vulnerability",
-				"The daily re-scan found {{ $value }} new critical finding(s) with a fixed version in {{ $labels.image }} {{ $labels.month }} ({{ $labels.digest }} {{ $labels.platform }}): rebuild and promote."),
+				"The daily re-scan found {{ $value }} new critical finding(s) with a fixed version in {{ $labels.image }} {{ $labels.month }} ({{ $labels.digest }}{{ with $labels.platform }} {{ . }}{{ end }}): rebuild and promote."),
 		}},
 	}
 }

@@ -55,14 +55,6 @@ func EvalRules(t testing.TB, path string, want map[string][]map[string]string, e
 		}
 	}
 	sort.Slice(input, func(i, j int) bool { return input[i].Series < input[j].Series })
-	type expAlert struct {
-		Labels map[string]string `yaml:"exp_labels"`
-	}
-	type alertTest struct {
-		EvalTime  string     `yaml:"eval_time"`
-		Alertname string     `yaml:"alertname"`
-		ExpAlerts []expAlert `yaml:"exp_alerts"`
-	}
 	type sample struct {
 		Labels string  `yaml:"labels"`
 		Value  float64 `yaml:"value"`
@@ -72,22 +64,27 @@ func EvalRules(t testing.TB, path string, want map[string][]map[string]string, e
 		EvalTime   string   `yaml:"eval_time"`
 		ExpSamples []sample `yaml:"exp_samples"`
 	}
-	var alerts []alertTest
-	for _, a := range monitoring.Alerts() {
-		at := alertTest{EvalTime: "10m", Alertname: a, ExpAlerts: []expAlert{}}
-		for _, ls := range want[a] {
-			at.ExpAlerts = append(at.ExpAlerts, expAlert{Labels: ls})
-		}
-		alerts = append(alerts, at)
-	}
+	// The alerts through the ALERTS series the rule manager writes: an
+	// alert_rule_test would also compare every annotation's text.
 	var ets []exprTest
+	for _, a := range monitoring.Alerts() {
+		et := exprTest{Expr: fmt.Sprintf(`ALERTS{alertstate="firing", alertname=%q}`, a), EvalTime: "10m", ExpSamples: []sample{}}
+		for _, ls := range want[a] {
+			l := []string{fmt.Sprintf("alertname=%q", a), `alertstate="firing"`}
+			for k, v := range ls {
+				l = append(l, fmt.Sprintf("%s=%q", k, v))
+			}
+			et.ExpSamples = append(et.ExpSamples, sample{Labels: "ALERTS{" + strings.Join(l, ", ") + "}", Value: 1})
+		}
+		ets = append(ets, et)
+	}
 	for e, v := range exprs {
 		ets = append(ets, exprTest{Expr: e, EvalTime: "10m", ExpSamples: []sample{{Labels: "{}", Value: v}}})
 	}
 	doc := map[string]any{
 		"rule_files": []string{monitoring.RulesFileName},
 		"tests": []map[string]any{{
-			"interval": "1m", "input_series": input, "alert_rule_test": alerts, "promql_expr_test": ets,
+			"interval": "1m", "input_series": input, "promql_expr_test": ets,
 		}},
 	}
 	b, err := yaml.Marshal(doc)

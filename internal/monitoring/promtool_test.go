@@ -51,26 +51,31 @@ func runPromtool(t *testing.T, bin, dir string, args ...string) string {
 	return string(out)
 }
 
+// ruleTests are the promtool rule test files under testdata/.
+var ruleTests = []string{"rules_test.yml", "rules_age_test.yml"}
+
 // TestRulesWithPromtool renders the rules with the default thresholds and
-// has Prometheus's own engine check them and run testdata/rules_test.yml.
+// has Prometheus's own engine check them and run testdata's rule tests.
 func TestRulesWithPromtool(t *testing.T) {
 	bin := promtool(t)
 	dir := t.TempDir()
 	if _, err := Render(dir, Defaults(), ""); err != nil {
 		t.Fatal(err)
 	}
-	tests, err := os.ReadFile(filepath.Join("testdata", "rules_test.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "rules_test.yml"), tests, 0o644); err != nil {
-		t.Fatal(err)
+	for _, f := range ruleTests {
+		b, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	out := runPromtool(t, bin, dir, "check", "rules", RulesFileName)
 	if want := "SUCCESS: " + strconv.Itoa(len(Alerts())) + " rules found"; !strings.Contains(out, want) {
 		t.Errorf("promtool check rules said %q, want %q", out, want)
 	}
-	runPromtool(t, bin, dir, "test", "rules", "rules_test.yml")
+	runPromtool(t, bin, dir, append([]string{"test", "rules"}, ruleTests...)...)
 }
 
 // TestRulesTestFailsOnAWrongExpectation: a rule test that expects an alert
@@ -104,10 +109,31 @@ tests:
 	}
 }
 
-// TestRulesTestCoversEveryAlert: testdata/rules_test.yml has, for every
+// TestRulesTestCoversEveryAlert: testdata's rule tests have, for every
 // alert, a case where it fires and one where it stays silent.
 func TestRulesTestCoversEveryAlert(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "rules_test.yml"))
+	fires, silent := map[string]int{}, map[string]int{}
+	for _, name := range ruleTests {
+		countCases(t, name, fires, silent)
+	}
+	for _, a := range Alerts() {
+		if fires[a] == 0 || silent[a] == 0 {
+			t.Errorf("alert %s: %d firing and %d silent cases in testdata %v, want at least one of each", a, fires[a], silent[a], ruleTests)
+		}
+		delete(fires, a)
+		delete(silent, a)
+	}
+	for a := range fires {
+		t.Errorf("testdata tests %s, which no rule defines", a)
+	}
+	for a := range silent {
+		t.Errorf("testdata tests %s, which no rule defines", a)
+	}
+}
+
+func countCases(t *testing.T, name string, fires, silent map[string]int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +148,6 @@ func TestRulesTestCoversEveryAlert(t *testing.T) {
 	if err := yaml.Unmarshal(b, &f); err != nil {
 		t.Fatal(err)
 	}
-	fires, silent := map[string]int{}, map[string]int{}
 	for _, tc := range f.Tests {
 		for _, a := range tc.AlertRuleTest {
 			if len(a.ExpAlerts) > 0 {
@@ -131,18 +156,5 @@ func TestRulesTestCoversEveryAlert(t *testing.T) {
 				silent[a.Alertname]++
 			}
 		}
-	}
-	for _, a := range Alerts() {
-		if fires[a] == 0 || silent[a] == 0 {
-			t.Errorf("alert %s: %d firing and %d silent cases in testdata/rules_test.yml, want at least one of each", a, fires[a], silent[a])
-		}
-		delete(fires, a)
-		delete(silent, a)
-	}
-	for a := range fires {
-		t.Errorf("testdata/rules_test.yml tests %s, which no rule defines", a)
-	}
-	for a := range silent {
-		t.Errorf("testdata/rules_test.yml tests %s, which no rule defines", a)
 	}
 }

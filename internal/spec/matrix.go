@@ -52,6 +52,9 @@ func (l *loader) evalMatrix(ctx *hcl.EvalContext, a *hcl.Attribute) ([]string, [
 		seen := map[string]bool{}
 		for e := list.ElementIterator(); e.Next(); {
 			_, ev := e.Element()
+			if ev.Type() == cty.Number && versionKey(key) {
+				return bad("Matrix key %q lists the number %s where a version string is meant (3.10 would become \"3.1\"): quote every value, %s = [\"3.10\", ...].", key, ev.AsBigFloat().Text('g', -1), key)
+			}
 			sv, err := convert.Convert(ev, cty.String)
 			if err != nil || sv.IsNull() {
 				return bad("Matrix key %q has a value that is not a string, number or bool.", key)
@@ -85,4 +88,16 @@ func (l *loader) evalMatrix(ctx *hcl.EvalContext, a *hcl.Attribute) ([]string, [
 		combos = next
 	}
 	return keys, combos, true
+}
+
+// versionKey reports whether a matrix key is named after an attribute
+// that takes a version or a package (python, cuda, ...): a number there
+// loses its trailing zeros.
+func versionKey(key string) bool {
+	for _, a := range imageBlock.attrs {
+		if a.name == key && a.noNumber {
+			return true
+		}
+	}
+	return false
 }

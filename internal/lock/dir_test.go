@@ -57,3 +57,14 @@ func TestCheckAllMissing(t *testing.T) {
 		t.Errorf("CheckAll(no lock)[0].Error = %q, want it to say the lock is missing, not stale", res[0].Error)
 	}
 }
+
+// TestParseNamesNoGoType: a lock file holding [] or nothing says so in
+// JSON's terms, with its path, never naming a Go type.
+func TestParseNamesNoGoType(t *testing.T) {
+	for in, want := range map[string]string{"[]": "found a JSON array where a lock object belongs", "": "empty"} {
+		_, err := Parse("images/demo/lock.json", []byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "images/demo/lock.json") || strings.Contains(err.Error(), "Go value") || strings.Contains(err.Error(), "EOF") {
+			t.Errorf("Parse(%q) = %v, want %q with the path and no Go type", in, err, want)
+		}
+	}
+}

@@ -111,7 +111,7 @@ cat <<EOT
   metrics          $demo/metrics.prom
   keys (throwaway) $keys/{signer,verifier}/cosign.{key,pub}  password: \$IMAGECTL_SIGNING_PASSWORD=imagectl-demo
   pin it           $pinned
-  check it with the stock cosign CLI (bin/cosign, v2.6.5):
+  check it with the stock cosign CLI (bin/cosign, v2.6.5; the demo does not build it: hack/tools.sh does):
     bin/cosign verify --key $keys/signer/cosign.pub --insecure-ignore-tlog ${IMAGECTL_CA_FILE:+--registry-cacert $IMAGECTL_CA_FILE }$pinned
     bin/cosign verify-attestation --key $keys/verifier/cosign.pub --insecure-ignore-tlog ${IMAGECTL_CA_FILE:+--registry-cacert $IMAGECTL_CA_FILE }\\
       --type https://imagectl.dev/attestations/verification/v1 $pinned

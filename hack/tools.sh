@@ -151,7 +151,7 @@ build() {
       (cd "$moddir" && CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" go build -trimpath -ldflags "-s -w" -o "$root/bin/" "${args[@]}") || rc=$?
       ;;
   esac
-  kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null
+  kill "$ticker" 2>/dev/null; wait "$ticker" 2>/dev/null || true # a killed ticker waits as 143
   if [ "$rc" -ne 0 ]; then
     echo "tools: building ${stale[*]} failed (exit $rc)" >&2
     return "$rc"

@@ -24,7 +24,8 @@ import (
 //     console, each line (joined over trailing "\" continuations, a leading
 //     "$ " dropped) whose first word is imagectl;
 //   - whose verb runs offline: lint, print, compat, version, help,
-//     completion, "policy render", or any command with --help;
+//     completion, "policy render", "monitoring render", or any command
+//     with --help;
 //   - and which holds no placeholder: no "...", no <...>, no all-capitals
 //     word such as NAME or REPO, no pipe, $( or backquote, no VAR=value
 //     prefix.
@@ -160,7 +161,7 @@ func selectExample(text string) (docExample, bool) {
 	if len(verbs) > 0 && offlineVerbs[verbs[0]] {
 		run = true
 	}
-	if len(verbs) > 1 && verbs[0] == "policy" && verbs[1] == "render" {
+	if len(verbs) > 1 && (verbs[0] == "policy" || verbs[0] == "monitoring") && verbs[1] == "render" {
 		run = true
 	}
 	if !run {

@@ -26,7 +26,7 @@ trap 'exit 130' INT TERM
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
 
-step "set-up: Debian packages, tools, imagectl (cold: ~10 min on 2 cores, then cached)"
+step "set-up: Debian packages, tools, imagectl (cold: ~11 min on 2 cores, then cached)"
 t0=$(date +%s)
 hack/deps.sh demo
 # debootstrap (network and disk) while the tools and imagectl compile (CPU).

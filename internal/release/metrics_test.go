@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"imagectl/internal/monitoring"
 	"imagectl/internal/testenv"
 	"imagectl/internal/verify"
@@ -46,16 +43,7 @@ func TestMetricsFile(t *testing.T) {
 	if err := WriteTextfile(path, []Outcome{measured("a", day2.Add(-time.Hour)), failed}, day2); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatalf("parsing %s: %v", path, err)
-	}
+	mfs := testenv.ParseMetrics(t, path)
 	value := func(name string, labels ...string) (float64, bool) {
 		for _, m := range mfs[name].GetMetric() {
 			got := map[string]string{}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
@@ -26,16 +27,7 @@ import (
 func EvalRules(t testing.TB, path string, want map[string][]map[string]string, exprs map[string]float64) {
 	t.Helper()
 	bin := Promtool(t)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(f)
-	if err != nil {
-		t.Fatalf("parsing %s: %v", path, err)
-	}
+	mfs := ParseMetrics(t, path)
 	type series struct {
 		Series string `yaml:"series"`
 		Values string `yaml:"values"`
@@ -103,4 +95,21 @@ func EvalRules(t testing.TB, path string, want map[string][]map[string]string, e
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("promtool test rules over the series of %s: %v\n%s\n%s", path, err, out, b)
 	}
+}
+
+// ParseMetrics reads the exposition-format metrics file at path into its
+// metric families by name, failing t when it cannot be read or parsed.
+func ParseMetrics(t testing.TB, path string) map[string]*dto.MetricFamily {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", path, err)
+	}
+	return mfs
 }

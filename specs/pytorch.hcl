@@ -46,8 +46,19 @@ defaults {
   nccl  = "2.21.5"
   cudnn = "9.1.0.70"
 
-  apt         = ["ca-certificates", "openssh-server", "tini"]
-  pip         = ["numpy", "pillow", "tqdm"]
+  # The platform's image: the torch family, transformers and JupyterLab for
+  # the researcher who lives in it, with the tools the platform offers
+  # (tmux, git, sshd). torchvision and torchaudio name no version: lint
+  # fills in the ones released with torch (0.21.0 and 2.6.0 for 2.6.0,
+  # from the compatibility catalog) and refuses any other; like torch they
+  # come from the variant's PyTorch index alone.
+  apt = ["ca-certificates", "git", "openssh-server", "tini", "tmux"]
+  pip = [
+    "numpy", "pillow", "tqdm",
+    "torchvision", "torchaudio",
+    "transformers>=4.30",
+    "jupyterlab",
+  ]
   pip_indexes = [var.pypi_index]
 
   env = {

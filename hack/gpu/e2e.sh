@@ -121,7 +121,7 @@ PYEOF
 repack_index() {
   step "wheel index: the installed torch stack repacked as wheels (fixture)"
   rm -rf $G/index
-  timed repack "$PY" "$here/repack_wheels.py" --out $G/index --index-path whl/cu130 torch pip \
+  timed repack "$PY" "$here/repack_wheels.py" --out $G/index --index-path whl/cu130 torch torchvision torchaudio transformers pip \
     --periphery imagectl-gpu-periphery==1.0.0 | tee "$W/repack.json"
   ls -la $G/index/files | tee "$W/wheels.txt"
   if ! (exec 3<>/dev/tcp/127.0.0.1/8000) 2>/dev/null; then
@@ -140,14 +140,14 @@ phase_build() {
 
   step "lock (pip's resolver in the base, through buildkitd)"
   rm -rf $G/images
-  timed lock imagectl lock "$here/h200.hcl" --dir $G/images
+  timed lock imagectl lock "$here/h200.hcl" --dir $G/images; rc=$?; want "lock exit" $rc 0
   LOCK=$G/images/$NAME/lock.json
   cp "$LOCK" "$W/lock.json"
   "$PY" -c 'import json,sys; l=json.load(open(sys.argv[1])); print(json.dumps(l["core"])); print(len(l["pip"]), "wheels,", sum(w.get("size",0) for w in l["pip"]), "bytes")' "$LOCK"
 
   step "build, zstd layers, pushed by digest, signed with lock/SBOM/provenance"
   timed build-zstd imagectl build --lock "$LOCK" --push --compression zstd --progress plain -o json \
-    --sign --key $G/keys/signer/cosign.key > "$W/build-zstd.json" 2> "$W/build-zstd.stderr"
+    --sign --key $G/keys/signer/cosign.key > "$W/build-zstd.json" 2> "$W/build-zstd.stderr"; rc=$?; want "build exit" $rc 0
   tail -n 5 "$W/build-zstd.stderr"; ref_of "$W/build-zstd.json" > "$W/build-zstd.ref"; cat "$W/build-zstd.ref"
   gputool diff "$(cat "$W/build-zstd.ref")" "$(cat "$W/build-zstd.ref")" | tee "$W/size-zstd.json"
   if [ -z "${QUICK:-}" ]; then
@@ -181,12 +181,16 @@ phase_verify() {
   mkdir -p $G/storage && touch $G/storage/.ready
 
   step "verify through containerd + CDI on the H200, cold (pull + unpack), signed"
-  verify_ctr containerd "$LOCK" --sign --key $G/keys/verifier/cosign.key; echo "rc=$?"
+  verify_ctr containerd "$LOCK" --sign --key $G/keys/verifier/cosign.key; rc=$?; want "cold verify exit" $rc 0
+  # The torch family and the pip guard, inside the image on the GPU.
+  for c in torch.version torchvision.version torchaudio.version torchvision.cuda_op pip.constraints cuda.available; do
+    check_status "$W/verify-containerd.json" $c pass
+  done
   if [ -n "${MINIMAL:-}" ]; then
     echo "MINIMAL: no warm verify, no in-place baseline, no bare all-reduce (device time)"
   else
   step "verify again, image in containerd, --gpu-count 1 (N = this machine's GPUs)"
-  verify_ctr containerd-warm "$LOCK" --gpu-count 1; echo "rc=$?"
+  verify_ctr containerd-warm "$LOCK" --gpu-count 1; rc=$?; want "warm verify exit" $rc 0
 
   step "in-place on the host, same probes (baseline for the ratio)"
   mkdir -p "$W/locks" /var/tmp/imagectl-storage /tmp/imagectl-storage
@@ -210,7 +214,7 @@ phase_verify() {
   gputool drift "$LOCK" "$W/drift"
   for d in nccl cudnn torch driver-floor; do
     [ -n "${QUICK:-}" ] && [ $d != nccl ] && continue
-    verify_ctr "drift-$d" "$W/drift/$d.lock.json"; echo "drift $d: rc=$? (want 4)"
+    verify_ctr "drift-$d" "$W/drift/$d.lock.json"; rc=$?; want "drift $d exit" $rc 4
   done
 
   step "promote (gates, --require-container-runtime) and pin"
@@ -218,9 +222,9 @@ phase_verify() {
   rm -f "$rel"
   gputool record "$rel" $NAME $REG/gpu/$NAME "$REF" $NAME-2026.12 2026-12 "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["digest"])' "$LOCK")" $NAME
   timed promote imagectl promote "$rel" --confirm --key $G/keys/signer/cosign.pub --verifier-key $G/keys/verifier/cosign.pub \
-    --require-container-runtime 2>&1 | tee "$W/promote.txt"
+    --require-container-runtime > "$W/promote.txt" 2>&1; rc=$?; cat "$W/promote.txt"; want "promote exit" $rc 0
   timed pin imagectl pin $REG/gpu/$NAME:$NAME --key $G/keys/signer/cosign.pub --verifier-key $G/keys/verifier/cosign.pub \
-    --require-container-runtime | tee "$W/pin.txt"
+    --require-container-runtime > "$W/pin.txt"; rc=$?; cat "$W/pin.txt"; want "pin exit" $rc 0
   cp "$rel" "$W/"
 
   cp $G/times.tsv "$W/"
@@ -237,9 +241,9 @@ phase_toolkit() {
   mkdir -p $G/storage && touch $G/storage/.ready
   gputool drift "$LOCK" "$W/drift"
   step "cuda.toolkit: the torch image against its own lock (want pass, exit 0)"
-  verify_ctr toolkit-own "$LOCK"; rc_own=$?; echo "own lock: rc=$rc_own (want 0)"
+  verify_ctr toolkit-own "$LOCK"; rc_own=$?; want "own lock exit" $rc_own 0
   step "cuda.toolkit: the same image against a lock with core.cuda 12.8 (want fail naming both, exit 4)"
-  verify_ctr toolkit-12.8 "$W/drift/cuda-toolkit.lock.json"; rc_drift=$?; echo "core.cuda 12.8: rc=$rc_drift (want 4)"
+  verify_ctr toolkit-12.8 "$W/drift/cuda-toolkit.lock.json"; rc_drift=$?; want "core.cuda 12.8 exit" $rc_drift 4
   printf 'own\t%s\ncuda-12.8\t%s\n' "$rc_own" "$rc_drift" > "$W/rc.tsv"
   cp $G/times.tsv "$W/"
   save toolkit
@@ -360,7 +364,8 @@ for p in "$@"; do
     toolkit) phase_toolkit ;;
     bench) phase_bench ;;
     cudatwice) phase_cudatwice ;;
-    *) echo "unknown phase $p" ;;
+    *) echo "unknown phase $p"; FAILED=$((FAILED + 1)) ;;
   esac
 done
 step done
+wants_met

@@ -33,9 +33,11 @@ image "h200-torch2.11-cu130" {
   # CUDA 13.0's driver (catalog); the machine runs 580.159.04.
   driver_floor = "580.65.06"
 
-  # The fast-moving periphery: a small wheel the run publishes a newer
-  # version of, to measure the periphery-only update.
-  pip = ["imagectl-gpu-periphery"]
+  # The torch family (lint fills in torchvision 0.26.0 and torchaudio
+  # 2.11.0, released with torch 2.11.0) and transformers, as the platform's
+  # image has them; and the fast-moving periphery: a small wheel the run
+  # publishes a newer version of, to measure the periphery-only update.
+  pip = ["torchvision", "torchaudio", "transformers", "imagectl-gpu-periphery"]
 
   repos {
     staging = "${var.registry}/gpu/staging/h200-torch2.11-cu130"

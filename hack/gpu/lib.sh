@@ -38,3 +38,30 @@ for c in r["checks"]:
     print("  %-24s %-4s %-28s %6.2fs %s" % (c["name"], c["status"], c.get("value", "")[:28], c["seconds"], c.get("detail", "")[:240]))
 PYEOF
 }
+
+# want WHAT GOT EXPECTED: a "want" of the run; a miss is printed and counted
+# in $FAILED, and the script exits non-zero at its end (wants_met).
+FAILED=0
+want() {
+  if [ "$2" = "$3" ]; then
+    echo "want ok: $1 ($2)"
+  else
+    echo "WANT FAILED: $1: got $2, want $3"
+    FAILED=$((FAILED + 1))
+  fi
+}
+
+# check_status FILE CHECK STATUS: want the verify result's CHECK at STATUS.
+check_status() {
+  local got
+  got=$("$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(next((c["status"] for c in r["checks"] if c["name"] == sys.argv[2]), "absent"))' "$1" "$2" 2>/dev/null || echo "no-result")
+  want "$(basename "$1") $2" "$got" "$3"
+}
+
+wants_met() {
+  if [ "$FAILED" -ne 0 ]; then
+    echo "$FAILED want(s) not met"
+    exit 1
+  fi
+  echo "every want met"
+}

@@ -62,6 +62,8 @@ func ImageConfig(l *lock.Lock, base ocispecs.Image) ocispecs.Image {
 	set("PATH", withVenv(env["PATH"]))
 	if len(l.Pip) > 0 {
 		set("VIRTUAL_ENV", VenvPath)
+		// Before the lock's env: a spec's env may set it empty to opt out.
+		set("PIP_CONSTRAINT", ConstraintPath)
 	}
 	for _, k := range slices.Sorted(maps.Keys(l.Env)) {
 		set(k, l.Env[k])

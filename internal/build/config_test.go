@@ -10,6 +10,23 @@ import (
 	"imagectl/internal/lock"
 )
 
+// The constraints pin the locked closure, local labels included, in name
+// order; pip itself (the resolver) is left free; no pip, no file.
+func TestConstraints(t *testing.T) {
+	l := &lock.Lock{Name: "pytorch", Digest: "sha256:abc", Resolver: lock.Wheel{Name: "pip", Version: "23.0.1"}, Pip: []lock.Wheel{
+		{Name: "torch", Version: "2.6.0+cu124"}, {Name: "nvidia-nccl-cu12", Version: "2.21.5"}, {Name: "numpy", Version: "2.2.1"},
+	}}
+	want := "# pip constraints of image pytorch: the locked wheel closure (lock sha256:abc).\n" +
+		"# pip refuses to change any of these; PIP_CONSTRAINT= pip install ... opts one command out.\n" +
+		"numpy==2.2.1\nnvidia-nccl-cu12==2.21.5\ntorch==2.6.0+cu124\n"
+	if d := cmp.Diff(want, string(Constraints(l))); d != "" {
+		t.Errorf("Constraints (-want +got):\n%s", d)
+	}
+	if c := Constraints(&lock.Lock{Name: "no-venv"}); c != nil {
+		t.Errorf("Constraints of a lock without pip = %q, want nil", c)
+	}
+}
+
 func TestImageConfigKeepsBaseEnv(t *testing.T) {
 	cuda := ocispecs.Image{Config: ocispecs.ImageConfig{Env: []string{
 		"PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -33,6 +50,7 @@ func TestImageConfigKeepsBaseEnv(t *testing.T) {
 			"NVIDIA_VISIBLE_DEVICES=all",
 			"NVIDIA_DRIVER_CAPABILITIES=compute,utility",
 			"VIRTUAL_ENV=" + VenvPath,
+			"PIP_CONSTRAINT=" + ConstraintPath,
 			"PYTHONUNBUFFERED=1",
 		}},
 		{"spec overrides", cuda, map[string]string{"NVIDIA_DRIVER_CAPABILITIES": "all", "PATH": "/custom/bin:/usr/bin"}, []string{
@@ -43,11 +61,15 @@ func TestImageConfigKeepsBaseEnv(t *testing.T) {
 			"NVIDIA_VISIBLE_DEVICES=all",
 			"NVIDIA_DRIVER_CAPABILITIES=all",
 			"VIRTUAL_ENV=" + VenvPath,
+			"PIP_CONSTRAINT=" + ConstraintPath,
+		}},
+		{"spec opts out of the pip guard", ocispecs.Image{}, map[string]string{"PIP_CONSTRAINT": ""}, []string{
+			"PATH=" + systemPath, "VIRTUAL_ENV=" + VenvPath, "PIP_CONSTRAINT=",
 		}},
 		{"venv already on the base's PATH", ocispecs.Image{Config: ocispecs.ImageConfig{Env: []string{"PATH=/usr/bin:" + VenvPath + "/bin"}}}, nil, []string{
-			"PATH=" + VenvPath + "/bin:/usr/bin", "VIRTUAL_ENV=" + VenvPath,
+			"PATH=" + VenvPath + "/bin:/usr/bin", "VIRTUAL_ENV=" + VenvPath, "PIP_CONSTRAINT=" + ConstraintPath,
 		}},
-		{"base without PATH", ocispecs.Image{}, nil, []string{"PATH=" + systemPath, "VIRTUAL_ENV=" + VenvPath}},
+		{"base without PATH", ocispecs.Image{}, nil, []string{"PATH=" + systemPath, "VIRTUAL_ENV=" + VenvPath, "PIP_CONSTRAINT=" + ConstraintPath}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &lock.Lock{Name: "x", Env: tc.env, Pip: []lock.Wheel{{Name: "numpy"}}}

@@ -316,11 +316,18 @@ func runtimeFiles(l *lock.Lock) (llb.State, error) {
 		return llb.State{}, err
 	}
 	t := llb.WithCreatedTime(time.Unix(l.SourceDateEpoch, 0).UTC())
-	return llb.Scratch().File(llb.Mkfile("/runtime.json", 0o644, cfg, t), llb.WithCustomName("[runtime] files")), nil
+	fa := llb.Mkfile("/runtime.json", 0o644, cfg, t)
+	if c := Constraints(l); c != nil {
+		fa = fa.Mkfile("/constraint.txt", 0o644, c, t)
+	}
+	return llb.Scratch().File(fa, llb.WithCustomName("[runtime] files")), nil
 }
 
 var runtimeScript = `set -eu
-install -D -m 0644 ` + filesDir + `/runtime.json ` + initconfig.Path
+install -D -m 0644 ` + filesDir + `/runtime.json ` + initconfig.Path + `
+if [ -f ` + filesDir + `/constraint.txt ]; then
+  install -D -m 0644 ` + filesDir + `/constraint.txt ` + ConstraintPath + `
+fi`
 
 // RuntimeConfig returns the JSON baked at initconfig.Path: the lock's
 // runtime block with the image facts filled in from the lock.

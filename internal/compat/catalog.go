@@ -37,6 +37,14 @@ type TorchRelease struct {
 	// VariantsSource says where the list of published variants comes from.
 	VariantsSource string  `json:"variants_source"`
 	Wheels         []Wheel `json:"wheels"`
+	// Family are the domain libraries released with this torch
+	// (torchvision, torchaudio), each built against it alone: another
+	// torch breaks them at import or at the first CUDA op
+	// (pytorch/vision#4222). They come from the variant's PyTorch index
+	// with the variant's local label ("0.21.0+cu124"); FamilySource says
+	// where the pairing comes from.
+	Family       []Pin  `json:"family"`
+	FamilySource string `json:"family_source"`
 }
 
 // Wheel is the torch wheel of one release for one variant ("cu124", "cpu").
@@ -125,6 +133,9 @@ func parse(b []byte) (*Catalog, error) {
 		if !version.Valid(r.Version, 3) || r.VariantsSource == "" {
 			return nil, fmt.Errorf("torch %q: want an x.y.z version and a variants_source", r.Version)
 		}
+		if err := checkFamily(r); err != nil {
+			return nil, fmt.Errorf("torch %s: %w", r.Version, err)
+		}
 		for j := range r.Wheels {
 			w := &r.Wheels[j]
 			w.Torch = r.Version
@@ -169,6 +180,41 @@ func checkTorchIndexProjects(w *Wheel) error {
 		}
 	}
 	return nil
+}
+
+// FamilyPackages are the projects a torch release's Family row pins: the
+// domain libraries built against one torch.
+var FamilyPackages = []string{"torchvision", "torchaudio"}
+
+func checkFamily(r *TorchRelease) error {
+	if r.FamilySource == "" {
+		return fmt.Errorf("family_source is required")
+	}
+	var names []string
+	for _, p := range r.Family {
+		if !slices.Contains(FamilyPackages, p.Package) || !version.Valid(p.Version, 3) {
+			return fmt.Errorf("family: want %s with x.y.z versions, got %s", strings.Join(FamilyPackages, " and "), p.String())
+		}
+		names = append(names, p.Package)
+	}
+	slices.Sort(names)
+	if want := slices.Sorted(slices.Values(FamilyPackages)); !slices.Equal(names, want) {
+		return fmt.Errorf("family: want one row each of %s", strings.Join(FamilyPackages, " and "))
+	}
+	return nil
+}
+
+// FamilyVersion returns the version of the domain library project (any
+// spelling) released with this torch; ok is false when project is not one
+// of FamilyPackages.
+func (r TorchRelease) FamilyVersion(project string) (string, bool) {
+	n := pep.Normalize(project)
+	for _, p := range r.Family {
+		if p.Package == n {
+			return p.Version, true
+		}
+	}
+	return "", false
 }
 
 // FromTorchIndex reports whether project (any spelling) comes from this

@@ -70,21 +70,54 @@ func TestDigest(t *testing.T) {
 
 func TestParseRejects(t *testing.T) {
 	const tip = `"torch_index_projects":["torch","nvidia-*"],"torch_index_projects_source":"s",`
+	const fam = `"family":[{"package":"torchvision","version":"0.21.0"},{"package":"torchaudio","version":"2.6.0"}],"family_source":"s",`
 	for _, tc := range []struct{ name, json, want string }{
 		{"unknown field", `{"schema":1,"torch":[],"cuda":[],"extra":1}`, "unknown field"},
 		{"wrong schema", `{"schema":2,"torch":[],"cuda":[]}`, "schema 2"},
 		{"trailing brace", `{"schema":1,"torch":[],"cuda":[]}}`, "trailing data after the catalog"},
-		{"wheel without source", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"]}]}],"cuda":[]}`, "source, index_path and python"},
-		{"cuda wheel without pins", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cu124","cuda":"12.4","index_path":"whl/cu124",` + tip + `"python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, "nccl and cudnn"},
-		{"wheel without torch index projects", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, "torch_index_projects and"},
-		{"torch index project not normalized", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","torch_index_projects":["Torch_Vision"],"torch_index_projects_source":"s","python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, `"Torch_Vision"`},
-		{"torch index pattern in the middle", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu","torch_index_projects":["nv*dia"],"torch_index_projects_source":"s","python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, `"nv*dia"`},
-		{"wheel without platforms", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu",` + tip + `"python":["3.11"],"source":"s"}]}],"cuda":[]}`, "platforms and platforms_source"},
-		{"wheel on an unknown platform", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[{"variant":"cpu","index_path":"whl/cpu",` + tip + `"python":["3.11"],"source":"s","platforms":["linux/s390x"],"platforms_source":"s"}]}],"cuda":[]}`, `"linux/s390x"`},
+		{"wheel without source", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x",` + fam + `"wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"]}]}],"cuda":[]}`, "source, index_path and python"},
+		{"cuda wheel without pins", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x",` + fam + `"wheels":[{"variant":"cu124","cuda":"12.4","index_path":"whl/cu124",` + tip + `"python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, "nccl and cudnn"},
+		{"wheel without torch index projects", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x",` + fam + `"wheels":[{"variant":"cpu","index_path":"whl/cpu","python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, "torch_index_projects and"},
+		{"torch index project not normalized", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x",` + fam + `"wheels":[{"variant":"cpu","index_path":"whl/cpu","torch_index_projects":["Torch_Vision"],"torch_index_projects_source":"s","python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, `"Torch_Vision"`},
+		{"torch index pattern in the middle", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x",` + fam + `"wheels":[{"variant":"cpu","index_path":"whl/cpu","torch_index_projects":["nv*dia"],"torch_index_projects_source":"s","python":["3.11"],"source":"s","platforms":["linux/amd64"],"platforms_source":"s"}]}],"cuda":[]}`, `"nv*dia"`},
+		{"wheel without platforms", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x",` + fam + `"wheels":[{"variant":"cpu","index_path":"whl/cpu",` + tip + `"python":["3.11"],"source":"s"}]}],"cuda":[]}`, "platforms and platforms_source"},
+		{"wheel on an unknown platform", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x",` + fam + `"wheels":[{"variant":"cpu","index_path":"whl/cpu",` + tip + `"python":["3.11"],"source":"s","platforms":["linux/s390x"],"platforms_source":"s"}]}],"cuda":[]}`, `"linux/s390x"`},
+		{"release without family", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","wheels":[]}],"cuda":[]}`, "family_source is required"},
+		{"family without torchaudio", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","family":[{"package":"torchvision","version":"0.21.0"}],"family_source":"s","wheels":[]}],"cuda":[]}`, "one row each of torchvision and torchaudio"},
+		{"family with another project", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","family":[{"package":"torchvision","version":"0.21.0"},{"package":"transformers","version":"4.48.0"}],"family_source":"s","wheels":[]}],"cuda":[]}`, "transformers==4.48.0"},
+		{"family version not x.y.z", `{"schema":1,"torch":[{"version":"2.6.0","variants_source":"x","family":[{"package":"torchvision","version":"0.21"},{"package":"torchaudio","version":"2.6.0"}],"family_source":"s","wheels":[]}],"cuda":[]}`, "torchvision==0.21"},
 		{"floor without source", `{"schema":1,"torch":[],"cuda":[{"version":"12.1","native":"530.30.02","minor_compat":"525.60.13"}]}`, `cuda "12.1"`},
 	} {
 		if _, err := parse([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parse(%s) = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// Every torch release in the catalog names the torchvision and torchaudio
+// released with it; the rows the specs and the GPU machine use are these.
+func TestFamily(t *testing.T) {
+	for _, tc := range []struct{ torch, vision, audio string }{
+		{"2.6.0", "0.21.0", "2.6.0"},
+		{"2.11.0", "0.26.0", "2.11.0"},
+	} {
+		r, ok := Release(tc.torch)
+		if !ok {
+			t.Fatalf("Release(%s) not found", tc.torch)
+		}
+		if v, ok := r.FamilyVersion("TorchVision"); !ok || v != tc.vision {
+			t.Errorf("torch %s: FamilyVersion(TorchVision) = %q, %v; want %s", tc.torch, v, ok, tc.vision)
+		}
+		if v, ok := r.FamilyVersion("torchaudio"); !ok || v != tc.audio {
+			t.Errorf("torch %s: FamilyVersion(torchaudio) = %q, %v; want %s", tc.torch, v, ok, tc.audio)
+		}
+		if _, ok := r.FamilyVersion("transformers"); ok {
+			t.Errorf("torch %s: transformers is not a domain library of torch", tc.torch)
+		}
+		for _, w := range r.Wheels {
+			if !w.FromTorchIndex("torchvision") || !w.FromTorchIndex("torchaudio") {
+				t.Errorf("torch %s+%s: the family must come from the PyTorch index alone", tc.torch, w.Variant)
+			}
 		}
 	}
 }

@@ -30,6 +30,8 @@ type WheelMatch struct {
 	Mode string `json:"mode,omitempty"`
 	// MinDriver is the lowest driver for this wheel on the asked base.
 	MinDriver string `json:"min_driver,omitempty"`
+	// Family are torchvision and torchaudio released with this torch.
+	Family []Pin `json:"family"`
 }
 
 // Query selects catalog rows: torch restricts to a release, cuda to the
@@ -52,7 +54,7 @@ func Query(torch, cuda string) (Answer, error) {
 			continue
 		}
 		for _, w := range r.Wheels {
-			m := WheelMatch{Wheel: w}
+			m := WheelMatch{Wheel: w, Family: r.Family}
 			if cuda != "" {
 				if w.CUDA == "" || version.Major(w.CUDA) != version.Major(cuda) {
 					continue

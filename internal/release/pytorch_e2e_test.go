@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -137,6 +138,19 @@ func TestReleasePyTorchSpecEndToEnd(t *testing.T) {
 		if ch := checks["python.version"]; ch.Status != verify.Pass || !strings.HasPrefix(ch.Value, "3.11.") {
 			t.Errorf("%s: python.version = %+v, want pass with 3.11.x", tc.name, ch)
 		}
+		for name, want := range map[string]string{"torchvision.version": "0.21.0+" + tc.variant, "torchaudio.version": "2.6.0+" + tc.variant} {
+			if ch := checks[name]; ch.Status != verify.Pass || ch.Value != want {
+				t.Errorf("%s: %s = %+v, want pass with %s", tc.name, name, ch, want)
+			}
+		}
+		if ch := checks["torchvision.cuda_op"]; ch.Status != verify.Skip {
+			t.Errorf("%s: torchvision.cuda_op = %+v, want skip (no CUDA device here)", tc.name, ch)
+		}
+		// The pip guard inside the image: another torch refused, a new
+		// project accepted, every locked wheel pinned.
+		if ch := checks["pip.constraints"]; ch.Status != verify.Pass || !strings.Contains(ch.Detail, "torch==0.0.1 refused") || ch.Value != fmt.Sprintf("%d pins", len(l.Pip)) {
+			t.Errorf("%s: pip.constraints = %+v, want pass with %d pins and torch==0.0.1 refused", tc.name, ch, len(l.Pip))
+		}
 		gpuFail := false
 		for _, ch := range checks {
 			if ch.Status == verify.Fail && ch.Detail == "no GPU visible" {
@@ -224,6 +238,12 @@ func checkPyTorchLock(t *testing.T, l *lock.Lock, variant, torchIx, pypiIx strin
 		"numpy":    {"2.2.1", pypiIx},
 		"filelock": {"3.16.1", pypiIx}, // the torch index's re-hosted 3.13.1 must not win
 		"sympy":    {"1.13.1", pypiIx},
+		// The torch family: no version in the spec, lint filled in the
+		// ones released with 2.6.0; the PyPI decoy torchvision must lose.
+		"torchvision":  {"0.21.0+" + variant, torchIx},
+		"torchaudio":   {"2.6.0+" + variant, torchIx},
+		"transformers": {"4.48.0", pypiIx},
+		"jupyterlab":   {"4.3.4", pypiIx},
 	}
 	cu := "cu12"
 	if variant == "cu118" {
@@ -234,7 +254,7 @@ func checkPyTorchLock(t *testing.T, l *lock.Lock, variant, torchIx, pypiIx strin
 	got := map[string]lock.Wheel{}
 	for _, w := range l.Pip {
 		got[w.Name] = w
-		torchy := w.Name == "torch" || w.Name == "triton" || strings.HasPrefix(w.Name, "nvidia-")
+		torchy := w.Name == "torch" || w.Name == "triton" || w.Name == "torchvision" || w.Name == "torchaudio" || strings.HasPrefix(w.Name, "nvidia-")
 		if torchy != (w.Index == torchIx) {
 			t.Errorf("%s: %s came from %s", l.Name, w.Name, w.Index)
 		}

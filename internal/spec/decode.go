@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"imagectl/internal/compat"
@@ -224,13 +225,22 @@ func (l *loader) decodeImage(ctx *hcl.EvalContext, blk *hcl.Block, attrs, own co
 		if !l.applyCompat(&img, ranges, blk.DefRange) {
 			continue
 		}
-		if !l.checkFrozenCore(&img, ranges) {
+		if !l.checkFrozenCore(&img, ranges) || !l.applyFamily(&img, ranges) {
 			continue
 		}
 		l.checkCUDATwice(&img, ranges)
 		imgs = append(imgs, img)
 	}
 	return imgs
+}
+
+// elemRange is the position of element i of the list attribute path when
+// the spec wrote it as a literal list, else the attribute's.
+func elemRange(ranges map[string]hcl.Range, path string, i int) hcl.Range {
+	if r, ok := ranges[fmt.Sprintf("%s[%d]", path, i)]; ok {
+		return r
+	}
+	return ranges[path]
 }
 
 func hasAttr(c collected, path string) bool { return len(c[path]) > 0 }
@@ -269,6 +279,13 @@ func (l *loader) apply(ctx *hcl.EvalContext, b *block, prefix string, attrs coll
 		if ok && v != nil {
 			at.set(img, v)
 			ranges[path] = a.Expr.Range()
+			// A literal list's elements are positioned one by one
+			// ("pip[1]"), so that a problem with one entry points at it.
+			if tup, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok {
+				for i, e := range tup.Exprs {
+					ranges[fmt.Sprintf("%s[%d]", path, i)] = e.Range()
+				}
+			}
 		} else if ok {
 			nulls[path] = true
 		}
@@ -353,7 +370,7 @@ func (l *loader) checkFrozenCore(img *Image, ranges map[string]hcl.Range) bool {
 		}
 	}
 	good := true
-	for _, s := range img.Pip {
+	for i, s := range img.Pip {
 		r, err := pep.ParseRequirement(s)
 		if err != nil {
 			continue // reported by the pip attribute's check
@@ -362,7 +379,7 @@ func (l *loader) checkFrozenCore(img *Image, ranges map[string]hcl.Range) bool {
 		if !ok || (r.URL == "" && (r.Specifier == "" || r.Specifier == "=="+want)) {
 			continue
 		}
-		l.errorf(ranges["pip"], "pip restates the frozen core", "pip entry %q names %s, which the image pins to %s (image %q): the torch release and the wheels it pins come from torch, nccl and cudnn. Drop the entry, or change the version there.", s, r.Name, want, img.Name)
+		l.errorf(elemRange(ranges, "pip", i), "pip restates the frozen core", "pip entry %q names %s, which the image pins to %s (image %q): the torch release and the wheels it pins come from torch, nccl and cudnn. Drop the entry, or change the version there.", s, r.Name, want, img.Name)
 		good = false
 	}
 	return good

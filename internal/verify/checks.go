@@ -39,6 +39,7 @@ func envChecks(l *lock.Lock, e envOut, digest string, secs float64) []Check {
 	out = append(out, py)
 
 	out = append(out, pipCheck(l.Pip, e.Packages))
+	out = append(out, pipGuardCheck(l.Pip, e.PipGuard))
 	out = append(out, cudaToolkitCheck(l.Core.CUDA, e.CUDAToolkit))
 
 	shm := Check{Name: "shm.size", Status: Pass}

@@ -85,6 +85,7 @@ func torchChecks(l *lock.Lock, t torchOut, gpu bool, hostGPUs int, secs float64)
 		}
 	}
 	out = append(out, avail, count)
+	out = append(out, familyChecks(l, t)...)
 	return out
 }
 

@@ -27,6 +27,7 @@ type envOut struct {
 		Error   string          `json:"error"`
 	} `json:"fingerprint"`
 	CUDAToolkit cudaToolkitOut `json:"cuda_toolkit"`
+	PipGuard    pipGuardOut    `json:"pip_guard"`
 }
 
 // cudaToolkitOut is the base's CUDA toolkit as the image states it: each
@@ -59,6 +60,18 @@ type torchOut struct {
 		Name       string `json:"name"`
 		Capability string `json:"capability"`
 	} `json:"devices"`
+	// Family holds torchvision and torchaudio when installed.
+	Family map[string]familyOut `json:"family"`
+}
+
+// familyOut is one domain library of torch as torchinfo.py imported it.
+type familyOut struct {
+	Version string `json:"version"`
+	Error   string `json:"error"`
+	// NMS is the kept indices of torchvision.ops.nms on CUDA (want [0 2]);
+	// NMSError why it failed. Both empty without CUDA.
+	NMS      []int  `json:"nms"`
+	NMSError string `json:"nms_error"`
 }
 
 // allReduceOut is what probes/allreduce.py prints.

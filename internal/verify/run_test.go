@@ -60,8 +60,18 @@ func mustJSON(t *testing.T, v any) string {
 // testdata lock, as seen on the GPU machine (docs/gpu-runs).
 func machine(t *testing.T, l *lock.Lock, gpus int) map[string]string {
 	var pkgs [][2]string
+	var pins []string
+	family := map[string]any{}
 	for _, w := range l.Pip {
 		pkgs = append(pkgs, [2]string{w.Name, w.Version})
+		pins = append(pins, w.Name+"=="+w.Version)
+		if w.Name == "torchvision" || w.Name == "torchaudio" {
+			f := map[string]any{"version": w.Version}
+			if w.Name == "torchvision" && gpus > 0 {
+				f["nms"] = []int{0, 2}
+			}
+			family[w.Name] = f
+		}
 	}
 	shm := int64(256 << 30)
 	env := map[string]any{
@@ -72,13 +82,17 @@ func machine(t *testing.T, l *lock.Lock, gpus int) map[string]string {
 			"TRITON_CACHE_DIR": l.Runtime.Caches.Triton, "HF_HOME": l.Runtime.Caches.HF,
 		},
 		"fingerprint": map[string]any{"path": l.Runtime.FingerprintPath, "present": true, "content": map[string]any{"version": 1, "image": map[string]string{"name": l.Name}}},
+		// An image imagectl built: its pip constraints pin the lock's
+		// wheels, and pip refused another torch in the dry runs.
+		"pip_guard": map[string]any{"constraint": "/etc/pip/constraint.txt", "pins": pins, "tried": "torch==0.0.1",
+			"refused": true, "refusal": "ERROR: Cannot install torch==0.0.1", "unconstrained_ok": true, "new_ok": true},
 	}
 	var devs []map[string]string
 	for range gpus {
 		devs = append(devs, map[string]string{"name": "NVIDIA H200", "capability": "9.0"})
 	}
 	tor := map[string]any{"probe": "torch", "driver": "580.159.04", "torch": "2.11.0+cu130", "cuda": "13.0", "cudnn": 91900,
-		"nccl": "2.28.9", "cuda_available": gpus > 0, "device_count": gpus, "devices": devs, "arch_list": l.Core.Archs}
+		"nccl": "2.28.9", "cuda_available": gpus > 0, "device_count": gpus, "devices": devs, "arch_list": l.Core.Archs, "family": family}
 	ar := map[string]any{"probe": "allreduce", "bytes": 256 << 20, "iters": 20, "world_size": gpus, "ok": true, "first": 3.0, "want": 3.0,
 		"seconds_per_iter": 0.0009, "algbw_gbps": 298.2, "busbw_gbps": 298.2}
 	cold := map[string]any{"probe": "compile-cold", "ok": true, "device": "cuda", "first_call_s": 3.1, "inductor": map[string]int{"fxgraph_cache_miss": 1}}

@@ -17,16 +17,19 @@ import (
 //	    static web server (python3 -m http.server: no JSON, no metadata files,
 //	    no range requests)
 //	DIR/pypi/  a PyPI-shaped index (wheelhouse: PEP 503 + 691 + 658) with
-//	    numpy, pillow, tqdm, torch's PyPI dependencies and Debian's pip wheel
+//	    numpy, pillow, tqdm, transformers, jupyterlab, torch's PyPI
+//	    dependencies and Debian's pip wheel
 //
 // The torch wheels carry the real torch 2.6.0 Requires-Dist pins (NCCL,
 // cuDNN, triton and the cu11/cu12 runtime libraries; shared/FACTS.md), and a
 // stand-in torch package that imports and reports what the verify probes
 // read (torch.__version__, torch.version.cuda, cuDNN and NCCL versions, no
-// CUDA device). Each index also holds a decoy of the other's projects (a
-// torch on the PyPI side, an old filelock on the torch side, as the real
-// PyTorch index re-hosts some PyPI projects): the lock's index routing must
-// never take them.
+// CUDA device), beside torchvision 0.21.0 and torchaudio 2.6.0 stand-ins
+// (the family released with it, pinning torch==2.6.0). Each index also
+// holds decoys of the other's projects (torch and torchvision on the PyPI
+// side, an old filelock on the torch side, as the real PyTorch index
+// re-hosts some PyPI projects): the lock's index routing must never take
+// them.
 
 // linux is the marker torch's CUDA requirements carry.
 const linux = `; platform_system == "Linux" and platform_machine == "x86_64"`
@@ -82,6 +85,21 @@ from . import version, cuda, backends  # noqa: E402,F401
 	}
 }
 
+// familyPackage is a stand-in torch domain library (torchvision,
+// torchaudio): it imports and reports its version as torchinfo.py reads
+// it; torchvision.ops.nms raises, as there are no kernels (the probe calls
+// it only with CUDA).
+func familyPackage(name, version, cuda, imports string) map[string]string {
+	files := map[string]string{
+		name + "/__init__.py": fmt.Sprintf("\"\"\"imagectl stand-in for %s %s.\"\"\"\n__version__ = %q\n%s", name, version, version, imports),
+		name + "/version.py":  fmt.Sprintf("__version__ = %q\ncuda = %q\n", version, cuda),
+	}
+	if name == "torchvision" {
+		files[name+"/ops.py"] = "def nms(boxes, scores, iou_threshold):\n    raise RuntimeError(\"imagectl stand-in: no kernels\")\n"
+	}
+	return files
+}
+
 // StandinSpecs are the wheels of the stand-ins: by torch variant ("cu118",
 // "cu124") for the PyTorch index, and for PyPI. big (BigLib, or "torch")
 // gets bigBytes of payload in every variant that has it.
@@ -100,9 +118,16 @@ func StandinSpecs(big string, bigBytes int64) (map[string][]Spec, []Spec) {
 		}
 		reqs = append(reqs, "triton==3.2.0"+linux)
 		version := "2.6.0+" + v.name
+		vision, audio := "0.21.0+"+v.name, "2.6.0+"+v.name
 		specs = append(specs,
 			Spec{Name: "torch", Version: version, Requires: reqs, RequiresPython: ">=3.9.0", PayloadBytes: torchBytes(big, bigBytes), Files: torchPackage(version, v.cuda)},
 			Spec{Name: "triton", Version: "3.2.0", PayloadBytes: 64 << 10},
+			// The torch family released with 2.6.0 (compat's family row),
+			// with the real wheels' pins on torch.
+			Spec{Name: "torchvision", Version: vision, Requires: []string{"numpy", "torch==2.6.0", "pillow!=8.3.*,>=5.3.0"}, PayloadBytes: 64 << 10,
+				Files: familyPackage("torchvision", vision, v.cuda, "from . import version, ops  # noqa: E402,F401\n")},
+			Spec{Name: "torchaudio", Version: audio, Requires: []string{"torch==2.6.0"}, PayloadBytes: 64 << 10,
+				Files: familyPackage("torchaudio", audio, v.cuda, "from . import version  # noqa: E402,F401\n")},
 			Spec{Name: "filelock", Version: "3.13.1"}, // re-hosted, older: routing must not take it
 		)
 		torchIdx[v.name] = specs
@@ -114,6 +139,13 @@ func StandinSpecs(big string, bigBytes int64) (map[string][]Spec, []Spec) {
 		{Name: "networkx", Version: "3.4.2"}, {Name: "Jinja2", Version: "3.1.5", Requires: []string{"MarkupSafe>=2.0"}},
 		{Name: "MarkupSafe", Version: "3.0.2"}, {Name: "fsspec", Version: "2024.12.0"},
 		{Name: "torch", Version: "2.6.0"}, // a same-named decoy: routing must not take it
+		// The rest of the platform's image (specs/pytorch.hcl): transformers
+		// with a few of its real requirements, and JupyterLab (its server's
+		// requirements left out: the e2e tests run Debian's notebook).
+		{Name: "transformers", Version: "4.48.0", Requires: []string{"filelock", "numpy>=1.17", "packaging>=20.0", "tqdm>=4.27"}, RequiresPython: ">=3.9.0"},
+		{Name: "packaging", Version: "24.2"},
+		{Name: "jupyterlab", Version: "4.3.4", RequiresPython: ">=3.8"},
+		{Name: "torchvision", Version: "0.21.0"}, // a same-named decoy: routing must not take it
 	}
 	return torchIdx, pypi
 }

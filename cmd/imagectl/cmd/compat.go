@@ -19,7 +19,8 @@ func newCompatCmd() *cobra.Command {
 		Use:   "compat",
 		Short: "Show and query the compatibility catalog",
 		Long: `Compat shows the embedded compatibility catalog: the CUDA variants each torch
-release publishes with the NCCL and cuDNN versions they pin, the Python
+release publishes with the NCCL and cuDNN versions they pin, the torch family
+released with it (torchvision, torchaudio: what lint fills in), the Python
 versions and GPU architectures they are built for, and the NVIDIA driver
 floor of each CUDA toolkit, natively and under minor-version compatibility.
 Every row names its source.
@@ -55,10 +56,14 @@ need. With --torch and --cuda and no matching wheel, the choices are named.`,
 
 func writeCompat(w io.Writer, ans compat.Answer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TORCH\tVARIANT\tCUDA\tNCCL\tCUDNN\tPYTHON\tARCHS\tPLATFORMS\tMODE\tMIN DRIVER")
+	fmt.Fprintln(tw, "TORCH\tVARIANT\tCUDA\tNCCL\tCUDNN\tFAMILY\tPYTHON\tARCHS\tPLATFORMS\tMODE\tMIN DRIVER")
 	for _, m := range ans.Wheels {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Torch, m.Variant, dash(m.CUDA),
-			dash(pinVersion(m.NCCL)), dash(pinVersion(m.CUDNN)), pyRange(m.Python),
+		var family []string
+		for _, p := range m.Family {
+			family = append(family, p.Package+" "+p.Version)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Torch, m.Variant, dash(m.CUDA),
+			dash(pinVersion(m.NCCL)), dash(pinVersion(m.CUDNN)), dash(strings.Join(family, ", ")), pyRange(m.Python),
 			dash(archRange(m.Archs)), strings.Join(m.Platforms, ","), dash(m.Mode), dash(m.MinDriver))
 	}
 	fmt.Fprintln(tw)

@@ -2,16 +2,23 @@
 
 Prints one JSON line: the interpreter version, the installed distributions
 (name, version), /dev/shm size, TMPDIR, the cache variables, the init's
-fingerprint and the base's CUDA toolkit as the image states it three ways
+fingerprint, the base's CUDA toolkit as the image states it three ways
 (CUDA_VERSION in the environment the container got from the image config,
-/usr/local/cuda/version.json, the installed cuda-cudart-X-Y deb). Standard
-library only.
+/usr/local/cuda/version.json, the installed cuda-cudart-X-Y deb), and the
+pip guard: what PIP_CONSTRAINT pins and whether pip, in dry runs against
+local stand-in wheels (no index), refuses another version of a pinned
+project, would install it without the constraints, and accepts a new
+project. Standard library only.
 """
 import argparse
 import json
 import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
+import zipfile
 
 
 def installed():
@@ -93,6 +100,61 @@ def cuda_toolkit(root):
     return out
 
 
+def stand_in_wheel(folder, name, version):
+    """A pure wheel of name==version with no files and no requirements."""
+    dist = re.sub(r"[-_.]+", "_", name)
+    info = "%s-%s.dist-info" % (dist, version)
+    with zipfile.ZipFile(os.path.join(folder, "%s-%s-py3-none-any.whl" % (dist, version)), "w") as z:
+        z.writestr(info + "/METADATA", "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
+        z.writestr(info + "/WHEEL", "Wheel-Version: 1.0\nGenerator: imagectl-verify\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(info + "/RECORD", "")
+
+
+def dry_run(folder, requirement, env):
+    """pip install --dry-run of requirement from folder alone: (ok, last line of its output)."""
+    cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--find-links", folder,
+           "--no-deps", "--no-cache-dir", "--disable-pip-version-check", requirement]
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=180)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return False, str(e)
+    lines = [l.strip() for l in p.stdout.decode("utf-8", "replace").splitlines() if l.strip()]
+    said = [l for l in lines if l.startswith("ERROR:") or l.startswith("Would install")]
+    return p.returncode == 0, (said or lines[-1:] or [""])[0][:400]
+
+
+def pip_guard():
+    path = os.environ.get("PIP_CONSTRAINT", "")
+    out = {"constraint": path, "pins": []}
+    if not path:
+        return out
+    try:
+        with open(path, encoding="utf-8") as f:
+            out["pins"] = [l.strip() for l in f if l.strip() and not l.lstrip().startswith("#")]
+    except OSError as e:
+        out["error"] = str(e)
+        return out
+    pins = dict(l.split("==", 1) for l in out["pins"] if "==" in l)
+    if not pins:
+        return out
+    target = "torch" if "torch" in pins else sorted(pins)[0]
+    other = "0.0.2" if pins[target] == "0.0.1" else "0.0.1"
+    folder = tempfile.mkdtemp(prefix="imagectl-pip-guard-")
+    try:
+        stand_in_wheel(folder, target, other)
+        stand_in_wheel(folder, "imagectl-pip-guard-probe", "1.0")
+        want = "%s==%s" % (target, other)
+        out["tried"] = want
+        ok, said = dry_run(folder, want, dict(os.environ))
+        out["refused"], out["refusal"] = not ok, said
+        free = {k: v for k, v in os.environ.items() if k != "PIP_CONSTRAINT"}
+        out["unconstrained_ok"], out["unconstrained"] = dry_run(folder, want, free)
+        out["new_ok"], out["new"] = dry_run(folder, "imagectl-pip-guard-probe==1.0", dict(os.environ))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--fingerprint", default="")
@@ -114,6 +176,7 @@ def main():
         "env": env,
         "fingerprint": fingerprint(a.fingerprint),
         "cuda_toolkit": cuda_toolkit(a.root),
+        "pip_guard": pip_guard(),
     }), flush=True)
 
 

@@ -2,9 +2,13 @@
 
 Prints one JSON line: torch, CUDA runtime, cuDNN and NCCL versions, whether
 CUDA is available, the device count and each device's name and compute
-capability, torch's compiled arch list, and the kernel driver version from
-/proc when the container has it.
+capability, torch's compiled arch list, the kernel driver version from
+/proc when the container has it, and the torch family: the versions of
+torchvision and torchaudio when installed, and with CUDA a torchvision CUDA
+op (torchvision.ops.nms), which is where a torchvision built for another
+torch fails (pytorch/vision#4222).
 """
+import importlib
 import json
 import re
 import sys
@@ -18,6 +22,33 @@ def driver_from_proc():
             return m.group(1) if m else None
     except OSError:
         return None
+
+
+def family(torch, cuda):
+    out = {}
+    for name in ("torchvision", "torchaudio"):
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:
+                continue  # not installed: verify checks the lock says so too
+            out[name] = {"error": "import %s: %s: %s" % (name, type(e).__name__, e)}
+            continue
+        except Exception as e:  # noqa: BLE001 - an ABI mismatch raises anything
+            out[name] = {"error": "import %s: %s: %s" % (name, type(e).__name__, e)}
+            continue
+        out[name] = {"version": str(getattr(mod, "__version__", ""))}
+    tv = out.get("torchvision")
+    if cuda and tv and "error" not in tv:
+        try:
+            import torchvision
+
+            boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11], [50, 50, 60, 60]], dtype=torch.float32, device="cuda")
+            scores = torch.tensor([0.9, 0.8, 0.7], dtype=torch.float32, device="cuda")
+            tv["nms"] = [int(i) for i in torchvision.ops.nms(boxes, scores, 0.5).cpu().tolist()]
+        except Exception as e:  # noqa: BLE001
+            tv["nms_error"] = "%s: %s" % (type(e).__name__, e)
+    return out
 
 
 def main():
@@ -51,6 +82,7 @@ def main():
         out["arch_list"] = torch.cuda.get_arch_list()
     except Exception:  # noqa: BLE001
         out["arch_list"] = []
+    out["family"] = family(torch, out["cuda_available"])
     print(json.dumps(out), flush=True)
 
 

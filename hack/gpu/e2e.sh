@@ -62,7 +62,10 @@ phase_setup() {
 
   step "unpack the carried tools into bin/"
   mkdir -p "$B"
-  for f in .gpu/*.xz; do
+  # The bundle travels whole in .gpu/ or, when over the device tool's 64 MiB
+  # per call, in parts: an earlier call on the same warm machine copied the
+  # others to /tmp/gpu-parts (docs/gpu-runs/README.md).
+  for f in .gpu/*.xz /tmp/gpu-parts/*.xz; do
     [ -f "$f" ] || continue # none when the parts are .gpu/k8s*/ (k8s-e2e.sh unpack)
     n=$(basename "$f" .xz)
     xz -dc "$f" > "$B/$n" && chmod +x "$B/$n"

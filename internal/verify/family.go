@@ -15,7 +15,9 @@ import (
 var nmsWant = []int{0, 2}
 
 // familyChecks checks the torch family the lock holds (torchvision,
-// torchaudio): each imports with the lock's version, which is the one
+// torchaudio): each imports with the lock's version (as torch.version
+// compares them: a distribution without a local label, as PyPI's default
+// variant has, matches a __version__ carrying the lock's variant), which is the one
 // released with the lock's torch (compat's family row), and with CUDA a
 // torchvision CUDA op runs. A library the lock does not hold gets no check.
 func familyChecks(l *lock.Lock, t torchOut) []Check {
@@ -40,7 +42,7 @@ func familyChecks(l *lock.Lock, t torchOut) []Check {
 			c.Status, c.Detail = Fail, got.Error
 		case got.Version == "":
 			c.Status, c.Detail = Fail, fmt.Sprintf("the lock holds %s %s, the image imports none", name, want)
-		case got.Version != want:
+		case !torchMatches(want, l.Core.TorchVariant, got.Version):
 			c.Status, c.Detail = Fail, fmt.Sprintf("lock has %s %s, image has %s", name, want, got.Version)
 		case known && public != paired:
 			c.Status, c.Detail = Fail, fmt.Sprintf("torch %s is released with %s %s; the lock holds %s (pytorch/vision#4222)", l.Core.Torch, name, paired, want)

@@ -53,6 +53,10 @@ func TestFamilyChecks(t *testing.T) {
 		{name: "not installed", audio: "2.6.0+cu124",
 			out:  torchOut{Family: map[string]familyOut{}},
 			want: map[string]string{"torchaudio.version": "fail: the image imports none"}},
+		{name: "PyPI's unlabelled distribution, labelled __version__", vision: "0.21.0", audio: "2.6.0",
+			out: torchOut{CUDAAvailable: true, Family: map[string]familyOut{
+				"torchvision": {Version: "0.21.0+cu124", NMS: []int{0, 2}}, "torchaudio": {Version: "2.6.0+cu118"}}},
+			want: map[string]string{"torchvision.version": "pass", "torchaudio.version": "fail: lock has torchaudio 2.6.0, image has 2.6.0+cu118", "torchvision.cuda_op": "pass"}},
 		{name: "wrong boxes", vision: "0.21.0+cu124",
 			out:  torchOut{CUDAAvailable: true, Family: map[string]familyOut{"torchvision": {Version: "0.21.0+cu124", NMS: []int{0, 1, 2}}}},
 			want: map[string]string{"torchvision.version": "pass", "torchvision.cuda_op": "fail: kept [0 1 2]"}},

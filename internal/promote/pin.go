@@ -70,6 +70,26 @@ func Pin(ctx context.Context, tag name.Tag, opts ...Option) (*Pinned, error) {
 		return nil, o.classify(fmt.Errorf("resolving %s: %w", tag, err))
 	}
 	d := tag.Context().Digest(desc.Digest.String())
+	p, err := o.pin(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	p.Tag = tag.String()
+	return p, nil
+}
+
+// PinDigest is Pin for a digest already known (a tag listed with its
+// digest, a pin found in a file): the same gates on d, no tag resolved;
+// the Pinned's Tag is empty.
+func PinDigest(ctx context.Context, d name.Digest, opts ...Option) (*Pinned, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return o.pin(ctx, d)
+}
+
+func (o *options) pin(ctx context.Context, d name.Digest) (*Pinned, error) {
 	var platforms []PlatformVerification
 	l, refusals, err := o.gates(ctx, d, wantLock{}, &platforms)
 	if err != nil {
@@ -78,7 +98,7 @@ func Pin(ctx context.Context, tag name.Tag, opts ...Option) (*Pinned, error) {
 	if len(refusals) > 0 {
 		return nil, &RefusedError{Pin: true, Refusals: refusals}
 	}
-	return &Pinned{Ref: d.String(), Tag: tag.String(), Digest: d.DigestStr(), Lock: Summarize(l), Platforms: platforms}, nil
+	return &Pinned{Ref: d.String(), Digest: d.DigestStr(), Lock: Summarize(l), Platforms: platforms}, nil
 }
 
 // Listing is one release tag of a release file.

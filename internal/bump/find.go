@@ -3,8 +3,8 @@ package bump
 import (
 	"bytes"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"path/filepath"
 	"regexp"
 	"strings"

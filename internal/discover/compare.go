@@ -366,3 +366,56 @@ func diffFindings(old, new *report.Result) (fixed, introduced []report.Finding) 
 	by(introduced)
 	return fixed, introduced
 }
+
+// Summary is one line saying what changed: packages changed, added and
+// removed (the first few changes named), vulnerabilities fixed and new,
+// and the bytes a node holding Old pulls.
+func (d *Diff) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d package(s) changed", len(d.Changed))
+	for i, c := range d.Changed {
+		if i == 3 {
+			b.WriteString(", ...")
+			break
+		}
+		sep := " ("
+		if i > 0 {
+			sep = ", "
+		}
+		fmt.Fprintf(&b, "%s%s %s -> %s", sep, c.Name, c.Old, c.New)
+		if i == len(d.Changed)-1 || i == 2 {
+			b.WriteString(")")
+		}
+	}
+	fmt.Fprintf(&b, ", %d added, %d removed; vulnerabilities: %d fixed", len(d.Added), len(d.Removed), len(d.Fixed))
+	for i, f := range d.Fixed {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(&b, " %s", f.ID)
+	}
+	fmt.Fprintf(&b, ", %d new", len(d.Introduced))
+	for i, f := range d.Introduced {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(&b, " %s", f.ID)
+	}
+	fmt.Fprintf(&b, "; %d new layer(s), %s to pull", d.LayersAdded, Bytes(d.AddedBytes))
+	return b.String()
+}
+
+// Bytes formats n in B, KiB, MiB, GiB or TiB with one decimal.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit && n > -unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, suffix := float64(n), "KMGT"
+	i := -1
+	for (f >= unit || f <= -unit) && i < len(suffix)-1 {
+		f /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", f, suffix[i])
+}

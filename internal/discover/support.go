@@ -1,9 +1,15 @@
 package discover
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"imagectl/internal/exitcode"
+	"imagectl/internal/sign"
 )
 
 // SupportPredicateType: the predicate is a release's support window
@@ -78,3 +84,39 @@ func (s *Support) State(now time.Time) string {
 	}
 	return Supported
 }
+
+// SupportOf reads d's support window from its support attestation signed
+// by a signing key; nil when it has none (no window).
+func SupportOf(ctx context.Context, d name.Digest, opts ...Option) (*Support, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	var best *Support
+	for _, k := range o.keys {
+		preds, err := sign.Attestations(ctx, d, k, o.signOptions()...)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range preds[SupportPredicateType] {
+			if s, err := ParseSupport(b); err == nil && (best == nil || s.End > best.End) {
+				best = s
+			}
+		}
+	}
+	return best, nil
+}
+
+// ExpiredError refuses a release whose support window has ended.
+type ExpiredError struct {
+	Ref     string
+	Support Support
+}
+
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("%s: the release of %s is out of support since %s (support_months %d): bump to a newer release (imagectl releases, imagectl bump) or pass --accept-expired",
+		e.Ref, e.Support.Month, e.Support.End, e.Support.Months)
+}
+
+// ExitCode implements exitcode.Coder: PromotionRefused, as pin's gates.
+func (e *ExpiredError) ExitCode() int { return exitcode.PromotionRefused }

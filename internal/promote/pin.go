@@ -23,6 +23,9 @@ type Pinned struct {
 	// images, each verified or skipped (WithSkipPlatforms); nil for a
 	// single-platform image.
 	Platforms []PlatformVerification `json:"platforms,omitempty"`
+	// SupportEnd is the last day of the release's signed support window,
+	// when it has one (filled by the caller that reads it).
+	SupportEnd string `json:"support_end,omitempty"`
 }
 
 // LockSummary is the part of a lock users look at.
@@ -110,6 +113,7 @@ type Listing struct {
 	Moving     bool   `json:"moving"`
 	Source     string `json:"source"`
 	LockDigest string `json:"lock_digest,omitempty"`
+	SupportEnd string `json:"support_end,omitempty"`
 }
 
 // List returns every tag of f, newest release first, moving tags before
@@ -130,10 +134,10 @@ func List(f *File) []Listing {
 		}
 		sortStrings(movers)
 		for _, t := range movers {
-			out = append(out, Listing{Tag: t, Digest: digest, Month: r.Month, Moving: true, Source: r.Source, LockDigest: r.LockDigest})
+			out = append(out, Listing{Tag: t, Digest: digest, Month: r.Month, Moving: true, Source: r.Source, LockDigest: r.LockDigest, SupportEnd: r.SupportEnd})
 		}
 		for _, t := range r.Tags {
-			out = append(out, Listing{Tag: t, Digest: digest, Month: r.Month, Source: r.Source, LockDigest: r.LockDigest})
+			out = append(out, Listing{Tag: t, Digest: digest, Month: r.Month, Source: r.Source, LockDigest: r.LockDigest, SupportEnd: r.SupportEnd})
 		}
 	}
 	return out

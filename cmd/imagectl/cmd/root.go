@@ -82,6 +82,8 @@ Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json or
 		newPinCmd(),
 		newPolicyCmd(),
 		newReleasesCmd(),
+		newDiffCmd(),
+		newBumpCmd(),
 		newReleaseCmd(),
 		offline(newFingerprintCmd()),
 		offline(newMonitoringCmd()),

@@ -16,8 +16,8 @@ import (
 
 func newPinCmd() *cobra.Command {
 	var (
-		tf        trustFlags
-		out       outputFlag
+		tf            trustFlags
+		out           outputFlag
 		imagesDir     string
 		acceptExpired bool
 	)

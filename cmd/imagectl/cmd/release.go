@@ -19,8 +19,8 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/release"
 	"imagectl/internal/scan"
-	"imagectl/internal/spec"
 	"imagectl/internal/sign"
+	"imagectl/internal/spec"
 	"imagectl/internal/verify"
 )
 

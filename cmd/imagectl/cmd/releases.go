@@ -60,7 +60,7 @@ tags marked.`,
 				}
 				if asJSON {
 					return writeJSON(cmd.OutOrStdout(), struct {
-						Repository string              `json:"repository"`
+						Repository string             `json:"repository"`
 						Releases   []discover.Release `json:"releases"`
 					}{repo.Name(), rs})
 				}

@@ -84,6 +84,7 @@ Registry credentials come from the Docker config ($DOCKER_CONFIG/config.json or
 		newReleasesCmd(),
 		newDiffCmd(),
 		newBumpCmd(),
+		newCatalogCmd(),
 		newReleaseCmd(),
 		offline(newFingerprintCmd()),
 		offline(newMonitoringCmd()),

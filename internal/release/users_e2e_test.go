@@ -230,7 +230,7 @@ spec:
           image: "%s"
           args: ["--epochs",   "3"]
 `, oldRef),
-		"compose.yaml": fmt.Sprintf("services:\n  train:\n    image: %s   # trailing comment\n    shm_size: 8gb\n", oldRef),
+		"compose.yaml":               fmt.Sprintf("services:\n  train:\n    image: %s   # trailing comment\n    shm_size: 8gb\n", oldRef),
 		".github/workflows/test.yml": fmt.Sprintf("on: [push]\njobs:\n  test:\n    runs-on: ubuntu-latest\n    container:\n      image: %s\n    steps:\n      - run: python -c 'import demo_util'   # smoke\n", oldRef),
 	}
 	for p, c := range files {

@@ -165,6 +165,8 @@ func TestUsersEndToEnd(t *testing.T) {
 	}
 	if stdout, _, code := u.run(t, ctx, "releases", repo); code != 0 || !strings.Contains(stdout, curTag) || !strings.Contains(stdout, "pin with: imagectl pin "+repo) {
 		t.Errorf("releases %s (table): exit %d\n%s", repo, code, stdout)
+	} else {
+		t.Logf("imagectl releases %s:\n%s", repo, stdout)
 	}
 
 	// 2. diff names the changed wheel and the CVE fixed.
@@ -195,6 +197,8 @@ func TestUsersEndToEnd(t *testing.T) {
 	}
 	if stdout, _, code := u.run(t, ctx, "diff", repo+":"+prevTag, curTag); code != 0 || !strings.Contains(stdout, "demo-util") || !strings.Contains(stdout, "CVE-2026-32316") {
 		t.Errorf("diff (table): exit %d\n%s", code, stdout)
+	} else {
+		t.Logf("imagectl diff %s:%s %s:\n%s", repo, prevTag, curTag, stdout)
 	}
 	// An unsigned input is refused.
 	if _, stderr, code := u.run(t, ctx, "diff", repo+":"+prevTag, dr.imgs[0].Repos.Staging+"@sha256:"+strings.Repeat("0", 64)); code == 0 {
@@ -246,6 +250,7 @@ spec:
 		t.Errorf("bump --dry-run: exit %d, want %d\n%s", code, exitcode.PinsMoved, stdout)
 	}
 	stdout, stderr, code = u.run(t, ctx, "bump", "app", "--repo", repo)
+	t.Logf("imagectl bump app --repo %s (exit %d):\n%s%s", repo, code, stdout, stderr)
 	if code != exitcode.PinsMoved || !strings.Contains(stdout, "demo-util 1.0.0 -> 1.1.0") || !strings.Contains(stdout, "CVE-2026-32316") {
 		t.Errorf("bump: exit %d, want %d and a diff summary naming demo-util and the CVE fixed\n%s\n%s", code, exitcode.PinsMoved, stdout, stderr)
 	}

@@ -17,7 +17,10 @@ import (
 	"imagectl/internal/discover"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
+	"imagectl/internal/promote"
+	"imagectl/internal/scan"
 	"imagectl/internal/scan/scantest"
+	"imagectl/internal/sign"
 	"imagectl/internal/testenv"
 	"imagectl/internal/wheelhouse"
 )
@@ -90,6 +93,9 @@ func (u *userEnv) run(t *testing.T, ctx context.Context, args ...string) (string
 //   - bumps a Dockerfile, a Deployment, a compose file and a workflow from
 //     last month's digest to this month's, comments and layout kept (exit
 //     10, then 0);
+//   - reads the support window signed in the registry with stock cosign,
+//     and the platform's scan --releases reports last month's release
+//     expired instead of scanning it again;
 //   - writes the catalog, which headless Chromium renders without console
 //     errors or broken links, with the facts in the DOM; with
 //     IMAGECTL_UPDATE_SCREENSHOT=1 its line page is saved as
@@ -264,6 +270,38 @@ spec:
 	}
 	if stdout, _, code := u.run(t, ctx, "bump", "app", "--repo", repo); code != 0 || !strings.Contains(stdout, "nothing to do") {
 		t.Errorf("bump again: exit %d, want 0\n%s", code, stdout)
+	}
+
+	// 4b. The support window is in the release file and, signed, in the
+	// registry, where stock cosign verifies it; the platform's daily
+	// re-scan reports last month's release expired instead of scanning it.
+	rf, err := promote.ReadFile(filepath.Join(dr.images, "demo", promote.FileName))
+	if err != nil || len(rf.Releases) != 2 || rf.Releases[0].SupportEnd != oldEnd.End || rf.Releases[1].SupportEnd != newEnd.End {
+		t.Errorf("release file = %+v, %v; want support ends %s and %s", rf, err, oldEnd.End, newEnd.End)
+	}
+	cos := exec.CommandContext(ctx, filepath.Join(dr.env.Bin, "cosign"), "verify-attestation", "--key", dr.keys.signPub,
+		"--insecure-ignore-tlog", "--allow-insecure-registry", "--type", discover.SupportPredicateType, newRef)
+	if b, err := cos.CombinedOutput(); err != nil {
+		t.Errorf("cosign verify-attestation --type %s %s: %v\n%s", discover.SupportPredicateType, newRef, err, b)
+	}
+	rescan := exec.CommandContext(ctx, bin, "scan", "--releases", dr.images, "--key", dr.keys.signPub, "--signing-key", dr.keys.signKey, "--db", db, "-o", "json")
+	rescan.Env = append(os.Environ(), sign.CosignPasswordEnv+"="+string(e2ePassword))
+	b, err := rescan.Output()
+	var rs []scan.Rescan
+	if err != nil || json.Unmarshal(b, &rs) != nil || len(rs) != 2 {
+		t.Fatalf("scan --releases: %v\n%s", err, b)
+	}
+	for _, r := range rs {
+		switch r.Month {
+		case prevMonth:
+			if r.Expired != oldEnd.End || r.Previous != "" || r.Findings != 0 {
+				t.Errorf("scan --releases, %s: %+v; want it reported expired since %s, not scanned", prevMonth, r, oldEnd.End)
+			}
+		case curMonth:
+			if r.Expired != "" || r.Previous == "" {
+				t.Errorf("scan --releases, %s: %+v; want it scanned again", curMonth, r)
+			}
+		}
 	}
 
 	// 5. The catalog, rendered in headless Chromium.

@@ -72,8 +72,11 @@ type Result struct {
 	// Current are the pins already at their line's newest release.
 	Current []Pin `json:"current"`
 	// Files are the files rewritten (or, in a dry run, to be rewritten).
-	Files  []string `json:"files"`
-	DryRun bool     `json:"dry_run"`
+	Files []string `json:"files"`
+	// Skipped are files found in a folder that could not be parsed (a Helm
+	// template is not YAML), each with the parser's error: left alone.
+	Skipped []string `json:"skipped,omitempty"`
+	DryRun  bool     `json:"dry_run"`
 }
 
 // Option configures Run.
@@ -128,7 +131,7 @@ func Run(ctx context.Context, paths []string, res Resolver, opts ...Option) (*Re
 	if len(o.repos) == 0 {
 		return nil, errors.New("bump: no release repository named (--repo)")
 	}
-	files, err := collect(paths)
+	files, walked, err := collect(paths)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +144,10 @@ func Run(ctx context.Context, paths []string, res Resolver, opts ...Option) (*Re
 			return nil, fmt.Errorf("bump: %w", err)
 		}
 		pins, err := Find(f, KindOf(f), b)
-		if err != nil {
+		if err != nil && walked[f] {
+			result.Skipped = append(result.Skipped, err.Error())
+			continue
+		} else if err != nil {
 			return nil, fmt.Errorf("bump: %w", err)
 		}
 		var edits []Change
@@ -256,10 +262,12 @@ func textFile(path string) bool {
 	return false
 }
 
-// collect expands paths: files as given, folders walked.
-func collect(paths []string) ([]string, error) {
+// collect expands paths: files as given, folders walked (walked marks
+// the files a walk found).
+func collect(paths []string) ([]string, map[string]bool, error) {
 	var out []string
 	seen := map[string]bool{}
+	walked := map[string]bool{}
 	add := func(p string) {
 		if !seen[p] {
 			seen[p] = true
@@ -269,7 +277,7 @@ func collect(paths []string) ([]string, error) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("bump: %w", err)
+			return nil, nil, fmt.Errorf("bump: %w", err)
 		}
 		if !st.IsDir() {
 			add(p)
@@ -289,13 +297,16 @@ func collect(paths []string) ([]string, error) {
 				return nil
 			}
 			if k := KindOf(path); k != KindText || textFile(path) {
+				if !seen[path] {
+					walked[path] = true
+				}
 				add(path)
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("bump: %w", err)
+			return nil, nil, fmt.Errorf("bump: %w", err)
 		}
 	}
-	return out, nil
+	return out, walked, nil
 }

@@ -207,3 +207,25 @@ func TestKindOf(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSkipsUnparsableWalkedFiles: a Helm template found in a folder is
+// not YAML; it is reported and left alone, the other files still bumped.
+// Named on the command line, it is an error.
+func TestRunSkipsUnparsableWalkedFiles(t *testing.T) {
+	dir := writeFiles(t)
+	helm := filepath.Join(dir, "chart", "templates", "deploy.yaml")
+	if err := os.MkdirAll(filepath.Dir(helm), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := "spec:\n  image: {{ .Values.image }}\n  x: [\n"
+	if err := os.WriteFile(helm, []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), []string{dir}, target(t), WithRepositories(repo))
+	if err != nil || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "deploy.yaml") || len(res.Changes) == 0 {
+		t.Errorf("Run() = %+v, %v; want the template skipped and the rest bumped", res, err)
+	}
+	if _, err := Run(context.Background(), []string{helm}, target(t), WithRepositories(repo)); err == nil {
+		t.Error("Run(the template itself) = nil error, want the parse error")
+	}
+}

@@ -142,6 +142,9 @@ func writeBump(w io.Writer, r *bump.Result, summaries map[string]string) error {
 			fmt.Fprintf(tw, "%s:%d\t%s\t%s\t%s\t%s\n", c.File, c.Line, c.Repository, c.NewTag, short(c.Digest), short(c.NewDigest))
 		}
 	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(tw, "skipped (not parsed): %s\n", s)
+	}
 	for _, s := range r.Stuck {
 		fmt.Fprintf(tw, "%s:%d\t%s\tcannot bump: %s\n", s.File, s.Line, s.Repository, s.Reason)
 	}

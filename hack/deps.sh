@@ -11,6 +11,7 @@ if [ "${1:-}" != demo ]; then
   pkgs+=(openssh-client) # ssh-keygen: the init's sshd host key tests
   pkgs+=(qemu-user-static) # linux/arm64 lock and build steps under emulation (hack/binfmt.sh)
   pkgs+=(containernetworking-plugins) # the local Kubernetes pod network: bridge, host-local, loopback (hack/k8s.sh)
+  pkgs+=(chromium fonts-dejavu-core) # the catalog site rendered headless in the end-to-end suite (internal/testenv/chromium.go)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -35,6 +35,9 @@ const (
 	// DriverTooOld: the NVIDIA driver is below the image's locked floor
 	// (init, with the fail policy).
 	DriverTooOld = 8
+	// PinsMoved: imagectl bump moved at least one pin (or, with --dry-run,
+	// would move): a CI job commits the change or opens a pull request.
+	PinsMoved = 10
 	// Unavailable: a service (buildkitd, registry) could not be reached.
 	Unavailable = 69
 	// AuthFailed: a registry or index refused access (401/403): missing,

@@ -65,6 +65,7 @@ func (l *Lock) Normalize() {
 	sort.Strings(l.Policy.ForbiddenPackages)
 	// The vulnerability gate is read from the spec at promotion, not locked.
 	l.Policy.Vulnerabilities = nil
+	l.Policy.SupportMonths = 0 // read at promotion too
 	if l.Apt == nil {
 		l.Apt = []Deb{}
 	}

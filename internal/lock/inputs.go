@@ -24,6 +24,7 @@ import (
 func InputsDigest(img spec.Image) (string, error) {
 	img.File, img.Line, img.Column = "", 0, 0
 	img.Policy.Vulnerabilities = nil
+	img.Policy.SupportMonths = 0
 	if slices.Equal(img.Platforms, []string{compat.DefaultPlatform}) {
 		img.Platforms = nil
 	}

@@ -23,6 +23,9 @@ type Pinned struct {
 	// images, each verified or skipped (WithSkipPlatforms); nil for a
 	// single-platform image.
 	Platforms []PlatformVerification `json:"platforms,omitempty"`
+	// SupportEnd is the last day of the release's signed support window,
+	// when it has one (filled by the caller that reads it).
+	SupportEnd string `json:"support_end,omitempty"`
 }
 
 // LockSummary is the part of a lock users look at.
@@ -70,6 +73,26 @@ func Pin(ctx context.Context, tag name.Tag, opts ...Option) (*Pinned, error) {
 		return nil, o.classify(fmt.Errorf("resolving %s: %w", tag, err))
 	}
 	d := tag.Context().Digest(desc.Digest.String())
+	p, err := o.pin(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	p.Tag = tag.String()
+	return p, nil
+}
+
+// PinDigest is Pin for a digest already known (a tag listed with its
+// digest, a pin found in a file): the same gates on d, no tag resolved;
+// the Pinned's Tag is empty.
+func PinDigest(ctx context.Context, d name.Digest, opts ...Option) (*Pinned, error) {
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return o.pin(ctx, d)
+}
+
+func (o *options) pin(ctx context.Context, d name.Digest) (*Pinned, error) {
 	var platforms []PlatformVerification
 	l, refusals, err := o.gates(ctx, d, wantLock{}, &platforms)
 	if err != nil {
@@ -78,7 +101,7 @@ func Pin(ctx context.Context, tag name.Tag, opts ...Option) (*Pinned, error) {
 	if len(refusals) > 0 {
 		return nil, &RefusedError{Pin: true, Refusals: refusals}
 	}
-	return &Pinned{Ref: d.String(), Tag: tag.String(), Digest: d.DigestStr(), Lock: Summarize(l), Platforms: platforms}, nil
+	return &Pinned{Ref: d.String(), Digest: d.DigestStr(), Lock: Summarize(l), Platforms: platforms}, nil
 }
 
 // Listing is one release tag of a release file.
@@ -90,6 +113,7 @@ type Listing struct {
 	Moving     bool   `json:"moving"`
 	Source     string `json:"source"`
 	LockDigest string `json:"lock_digest,omitempty"`
+	SupportEnd string `json:"support_end,omitempty"`
 }
 
 // List returns every tag of f, newest release first, moving tags before
@@ -110,10 +134,10 @@ func List(f *File) []Listing {
 		}
 		sortStrings(movers)
 		for _, t := range movers {
-			out = append(out, Listing{Tag: t, Digest: digest, Month: r.Month, Moving: true, Source: r.Source, LockDigest: r.LockDigest})
+			out = append(out, Listing{Tag: t, Digest: digest, Month: r.Month, Moving: true, Source: r.Source, LockDigest: r.LockDigest, SupportEnd: r.SupportEnd})
 		}
 		for _, t := range r.Tags {
-			out = append(out, Listing{Tag: t, Digest: digest, Month: r.Month, Source: r.Source, LockDigest: r.LockDigest})
+			out = append(out, Listing{Tag: t, Digest: digest, Month: r.Month, Source: r.Source, LockDigest: r.LockDigest, SupportEnd: r.SupportEnd})
 		}
 	}
 	return out

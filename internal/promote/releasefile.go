@@ -54,6 +54,10 @@ type Release struct {
 	Month string `json:"month"`
 	// LockDigest is the digest of the lock the image was built from.
 	LockDigest string `json:"lock_digest,omitempty"`
+	// SupportEnd is the last day the release is patched, YYYY-MM-DD (the
+	// spec's policy support_months from Month); empty: no support window.
+	// The same date is in the release's signed support attestation.
+	SupportEnd string `json:"support_end,omitempty"`
 }
 
 // Digest returns the release's source as a digest reference, or an error
@@ -75,6 +79,7 @@ func (e *FormatError) Unwrap() error { return e.Err }
 
 var (
 	monthRE  = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])$`)
+	dateRE   = regexp.MustCompile(`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$`)
 	digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 )
 
@@ -112,6 +117,9 @@ func (f *File) validate() error {
 		}
 		if !monthRE.MatchString(r.Month) {
 			return fmt.Errorf("%s: month %q: want YYYY-MM", where, r.Month)
+		}
+		if r.SupportEnd != "" && !dateRE.MatchString(r.SupportEnd) {
+			return fmt.Errorf("%s: support_end %q: want YYYY-MM-DD", where, r.SupportEnd)
 		}
 		if r.LockDigest != "" && !digestRE.MatchString(r.LockDigest) {
 			return fmt.Errorf("%s: lock_digest %q: want sha256:<64 hex>", where, r.LockDigest)
@@ -235,6 +243,9 @@ func (f *File) Add(rel Release, moving ...string) error {
 			continue
 		}
 		found = true
+		if n.Releases[i].SupportEnd == "" {
+			n.Releases[i].SupportEnd = rel.SupportEnd
+		}
 		for _, t := range rel.Tags {
 			if !contains(r.Tags, t) {
 				n.Releases[i].Tags = append(n.Releases[i].Tags, t)

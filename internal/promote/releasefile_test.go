@@ -75,3 +75,26 @@ func TestRecordIdempotent(t *testing.T) {
 		t.Error("Record of a tag = nil, want an error")
 	}
 }
+
+func TestSupportEnd(t *testing.T) {
+	src := "registry.example/ml/staging/demo@sha256:" + strings.Repeat("a", 64)
+	f := &promote.File{SchemaVersion: promote.SchemaVersion, Image: "demo", Repository: "registry.example/ml/demo"}
+	if err := f.Add(promote.Release{Source: src, Tags: []string{"demo-2026.11"}, Month: "2026-11"}); err != nil {
+		t.Fatal(err)
+	}
+	// Recording the release again with its support end fills it in.
+	if err := f.Add(promote.Release{Source: src, Tags: []string{"demo-2026.11"}, Month: "2026-11", SupportEnd: "2027-10-31"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Releases[0].SupportEnd; got != "2027-10-31" {
+		t.Errorf("SupportEnd = %q, want 2027-10-31", got)
+	}
+	b, err := promote.Marshal(f)
+	if err != nil || !strings.Contains(string(b), `"support_end": "2027-10-31"`) {
+		t.Errorf("Marshal() = %s, %v", b, err)
+	}
+	bad := strings.Replace(string(b), "2027-10-31", "2027-13-01", 1)
+	if _, err := promote.Parse("releases.json", []byte(bad)); err == nil || !strings.Contains(err.Error(), "support_end") {
+		t.Errorf("Parse(support_end 2027-13-01) = %v, want an error naming support_end", err)
+	}
+}

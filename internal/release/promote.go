@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"imagectl/internal/atomicfile"
+	"imagectl/internal/discover"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
 	"imagectl/internal/sign"
@@ -32,6 +33,9 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	tag := promote.NextTag(f, l.Name, r.cfg.Month, d)
 	rel := promote.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
 	if err := r.scanAndAttest(ctx, l, d); err != nil { // scan.go
+		return Promoted{}, err
+	}
+	if err := r.attestSupport(ctx, l, d, &rel); err != nil {
 		return Promoted{}, err
 	}
 	if err := r.attestIndex(ctx, l, d); err != nil { // indexverify.go
@@ -115,4 +119,28 @@ func (r *Real) releasedLock(ctx context.Context, rel *promote.Release) (*lock.Lo
 		return nil, fmt.Errorf("reading the lock of the previous release %s: %w", d, err)
 	}
 	return lock.Parse(d.String(), preds[len(preds)-1])
+}
+
+// attestSupport signs the release's support window (the spec's policy
+// support_months from the release month) on d, before promotion copies
+// d's attestations to the release repository, and records its end in rel.
+// An image without a window gets neither.
+func (r *Real) attestSupport(ctx context.Context, l *lock.Lock, d name.Digest, rel *promote.Release) error {
+	months := r.cfg.SupportMonths[l.Name]
+	if months == 0 {
+		return nil
+	}
+	s, err := discover.NewSupport(rel.Month, months)
+	if err != nil {
+		return fmt.Errorf("support window of %s: %w", l.Name, err)
+	}
+	pred, err := s.Predicate()
+	if err != nil {
+		return err
+	}
+	if err := sign.Attest(ctx, d, discover.SupportPredicateType, pred, r.signOpts(r.cfg.SignOptions)...); err != nil {
+		return fmt.Errorf("attesting the support window of %s: %w", d, err)
+	}
+	rel.SupportEnd = s.End
+	return nil
 }

@@ -93,6 +93,10 @@ type Config struct {
 	// VulnPolicies are the images whose policy.vulnerabilities gates their
 	// promotion (promote.WithVulnerabilityPolicies).
 	VulnPolicies []spec.Image
+	// SupportMonths are the images' support windows (spec policy
+	// support_months) by image name: promotion signs a support attestation
+	// and records the end date (promote.go). The default is none.
+	SupportMonths map[string]int
 }
 
 // Real is the pipeline's stages over the lock, build, sign, verify and

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -38,6 +39,9 @@ type Rescan struct {
 	// Severities counts today's active findings (not suppressed by VEX)
 	// by severity, in lower case (critical, high, ...).
 	Severities map[string]int `json:"severities,omitempty"`
+	// Expired is the release's support end (YYYY-MM-DD) when its support
+	// window has ended: it is reported, not scanned or attested again.
+	Expired string `json:"expired,omitempty"`
 }
 
 // BreaksPolicyError: a re-scan found something new that breaks an image's
@@ -99,6 +103,11 @@ func Releases(ctx context.Context, imagesDir, pubKeyPath string, db *DB, policie
 			src, err := rel.Digest()
 			if err != nil {
 				return out, fmt.Errorf("%s: release %s: %w", p, rel.Source, err)
+			}
+			if expired(rel.SupportEnd, o.now()) {
+				out = append(out, Rescan{Image: f.Image, Month: rel.Month, Digest: f.Repository + "@" + src.DigestStr(),
+					New: []Finding{}, Breaking: []report.Violation{}, Expired: rel.SupportEnd})
+				continue
 			}
 			ref, err := name.NewDigest(f.Repository+"@"+src.DigestStr(), o.access.NameOptions(registryOf(f.Repository))...)
 			if err != nil {
@@ -172,4 +181,14 @@ func rescan(ctx context.Context, image, month string, ref name.Digest, pub strin
 		return rs, fmt.Errorf("attesting the re-scan of %s: %w", ref, err)
 	}
 	return rs, nil
+}
+
+// expired reports whether a support window ending on end (YYYY-MM-DD;
+// empty: no window) has ended at now.
+func expired(end string, now time.Time) bool {
+	if end == "" {
+		return false
+	}
+	t, err := time.Parse(time.DateOnly, end)
+	return err == nil && !now.Before(t.AddDate(0, 0, 1))
 }

@@ -111,6 +111,10 @@ type Policy struct {
 	// promotion and is no lock input: editing an allow list never stales
 	// a lock or needs a rebuild.
 	Vulnerabilities *VulnerabilityPolicy `json:"vulnerabilities,omitempty"`
+	// SupportMonths is how long a release is patched, counting its release
+	// month; 0: no support window. Read at promotion (the signed support
+	// attestation, the release file's support_end), no lock input.
+	SupportMonths int `json:"support_months,omitempty"`
 }
 
 // VulnerabilityPolicy is the spec's policy { vulnerabilities { ... } }.

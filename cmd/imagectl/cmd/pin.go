@@ -4,19 +4,22 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"imagectl/internal/discover"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/promote"
 )
 
 func newPinCmd() *cobra.Command {
 	var (
-		tf        trustFlags
-		out       outputFlag
-		imagesDir string
+		tf            trustFlags
+		out           outputFlag
+		imagesDir     string
+		acceptExpired bool
 	)
 	cmd := &cobra.Command{
 		Use:   "pin NAME:TAG",
@@ -40,7 +43,14 @@ images/NAME/releases.json) or a full repository (registry/path:TAG).
 
 The registry login is the Docker config's (docker login, credential helpers);
 a private CA is added with --ca-file. A registry that refuses the login is exit
-77, naming it and the Docker config entry tried.`,
+77, naming it and the Docker config entry tried.
+
+A release with a support window (the spec's policy support_months, signed
+when it was promoted) is pinned with a warning in its last month, and refused
+once the window has ended (exit 5) unless --accept-expired. The keys are
+--key/--verifier-key, else cosign.pub and verifier.pub in keys/,
+$IMAGECTL_KEYS_DIR or ~/.config/imagectl/keys: a user needs no checkout of the
+platform's files (docs/users.md).`,
 		Example: `  imagectl pin pytorch-2.6-cu121-py3.11:pytorch-2.6-cu121-py3.11
   imagectl pin registry.example/ml/pytorch:pytorch-2.6-cu121-py3.11-2026.12 --key cosign.pub --verifier-key verifier.pub -o json
   imagectl pin pytorch-cu126-py3.11:pytorch-cu126-py3.11 --skip-platform linux/arm64 -o json
@@ -55,9 +65,37 @@ a private CA is added with --ca-file. A registry that refuses the login is exit
 			if err != nil {
 				return err
 			}
-			p, err := promote.Pin(cmd.Context(), tag, tf.options(cmd)...)
+			opts, err := tf.options(cmd)
 			if err != nil {
 				return err
+			}
+			p, err := promote.Pin(cmd.Context(), tag, opts...)
+			if err != nil {
+				return err
+			}
+			dopts, err := tf.discoverOptions(cmd)
+			if err != nil {
+				return err
+			}
+			d, err := name.NewDigest(p.Ref)
+			if err != nil {
+				return err
+			}
+			s, err := discover.SupportOf(cmd.Context(), d, dopts...)
+			if err != nil {
+				return err
+			}
+			if s != nil {
+				p.SupportEnd = s.End
+				switch s.State(time.Now()) {
+				case discover.Expired:
+					if !acceptExpired {
+						return &discover.ExpiredError{Ref: p.Ref, Support: *s}
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "imagectl: warning: %s is out of support since %s (--accept-expired)\n", p.Ref, s.End)
+				case discover.Ending:
+					fmt.Fprintf(cmd.ErrOrStderr(), "imagectl: warning: %s leaves support on %s: plan the move to a newer release (imagectl releases %s)\n", p.Ref, s.End, d.Context().Name())
+				}
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), p)
@@ -68,6 +106,7 @@ a private CA is added with --ca-file. A registry that refuses the login is exit
 	}
 	tf.add(cmd)
 	addOutputFlag(cmd, &out)
+	cmd.Flags().BoolVar(&acceptExpired, "accept-expired", false, "pin a release whose support window has ended (a warning instead of exit 5)")
 	cmd.Flags().StringVar(&imagesDir, "images", "images", "directory holding images/<name>/")
 	return cmd
 }

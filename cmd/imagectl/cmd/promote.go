@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"imagectl/internal/discover"
 	"imagectl/internal/promote"
 )
 
@@ -21,15 +22,47 @@ type trustFlags struct {
 }
 
 func (f *trustFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringSliceVar(&f.keys, "key", []string{"keys/cosign.pub"}, "trusted signing public key(s): signatures and lock attestations")
-	cmd.Flags().StringSliceVar(&f.verifierKeys, "verifier-key", []string{"keys/verifier.pub"}, "trusted verifier public key(s): verification attestations")
+	cmd.Flags().StringSliceVar(&f.keys, "key", nil, "trusted signing public key(s): signatures and lock attestations (default: cosign.pub of keys/, $IMAGECTL_KEYS_DIR or ~/.config/imagectl/keys)")
+	cmd.Flags().StringSliceVar(&f.verifierKeys, "verifier-key", nil, "trusted verifier public key(s): verification attestations (default: verifier.pub beside the default cosign.pub)")
 	cmd.Flags().BoolVar(&f.requireContainer, "require-container-runtime", false, "accept only verifications run in a container started from the digest (containerd, podman, docker, a Kubernetes Job), never in-place")
 	cmd.Flags().StringSliceVar(&f.skipPlatforms, "skip-platform", nil, "an image index: a platform (linux/arm64) whose image may go unverified; every other platform must pass verification (repeatable)")
 }
 
-func (f *trustFlags) options(cmd *cobra.Command) []promote.Option {
+// resolve fills the keys not given with the default public keys
+// (discover.DefaultKeys): keys/ in the working directory, then
+// $IMAGECTL_KEYS_DIR, then ~/.config/imagectl/keys.
+func (f *trustFlags) resolve() error {
+	if len(f.keys) > 0 && len(f.verifierKeys) > 0 {
+		return nil
+	}
+	k, err := discover.DefaultKeys()
+	if err != nil {
+		return err
+	}
+	if len(f.keys) == 0 {
+		f.keys = []string{k.Signing}
+	}
+	if len(f.verifierKeys) == 0 {
+		f.verifierKeys = []string{k.Verifier}
+	}
+	return nil
+}
+
+func (f *trustFlags) options(cmd *cobra.Command) ([]promote.Option, error) {
+	if err := f.resolve(); err != nil {
+		return nil, err
+	}
 	return []promote.Option{promote.WithTrustedKeys(f.keys...), promote.WithVerifierKeys(f.verifierKeys...),
-		promote.WithRequireContainerRuntime(f.requireContainer), promote.WithSkipPlatforms(f.skipPlatforms...), promote.WithAccess(accessOf(cmd))}
+		promote.WithRequireContainerRuntime(f.requireContainer), promote.WithSkipPlatforms(f.skipPlatforms...), promote.WithAccess(accessOf(cmd))}, nil
+}
+
+// discoverOptions are the same keys and access for the users' commands.
+func (f *trustFlags) discoverOptions(cmd *cobra.Command) ([]discover.Option, error) {
+	if err := f.resolve(); err != nil {
+		return nil, err
+	}
+	return []discover.Option{discover.WithKeys(f.keys, f.verifierKeys), discover.WithAccess(accessOf(cmd)),
+		discover.WithSkipPlatforms(f.skipPlatforms...)}, nil
 }
 
 // releaseFilePath maps NAME to images/NAME/releases.json; a path is kept.
@@ -93,7 +126,11 @@ promote reconciles every <dir>/*/releases.json, each gated on its own.
 			if err != nil {
 				return err
 			}
-			opts := append(tf.options(cmd), promote.WithConfirm(confirm))
+			opts, err := tf.options(cmd)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, promote.WithConfirm(confirm))
 			if len(specs) > 0 {
 				imgs, err := loadImages(cmd, sf, specs, nil)
 				if err != nil {

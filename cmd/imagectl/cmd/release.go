@@ -20,6 +20,7 @@ import (
 	"imagectl/internal/release"
 	"imagectl/internal/scan"
 	"imagectl/internal/sign"
+	"imagectl/internal/spec"
 	"imagectl/internal/verify"
 )
 
@@ -205,6 +206,7 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		VulnDB:                  f.scan.db,
 		ScanOptions:             []scan.Option{scan.WithMaxDBAge(f.scan.maxDBAge)},
 		VulnPolicies:            imgs,
+		SupportMonths:           supportMonths(imgs),
 	})
 	if err != nil {
 		return exitcode.Wrap(exitcode.Usage, err)
@@ -428,4 +430,15 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// supportMonths are the images' policy support_months by name.
+func supportMonths(imgs []spec.Image) map[string]int {
+	m := map[string]int{}
+	for _, i := range imgs {
+		if i.Policy.SupportMonths > 0 {
+			m[i.Name] = i.Policy.SupportMonths
+		}
+	}
+	return m
 }

@@ -90,7 +90,9 @@ attestation (` + scan.VulnPredicateType + `):
 promoted digest of images/*/releases.json (in its release repository; of an
 image index, each platform image) is scanned with today's database (each image's images/NAME/vex.json applied),
 the new result is attested (--signing-key), and what is new since the last
-signed scan is printed per image and month. With --spec, the images'
+signed scan is printed per image and month. A release whose support window
+has ended (support_end in the release file) is listed as out of support and
+neither scanned nor attested again. With --spec, the images'
 policy { vulnerabilities { ... } } decide: exit 5 when anything new breaks
 one, 0 otherwise. --metrics-file (node_exporter's textfile collector) or
 --pushgateway gets the findings by severity, the new ones, and whether the
@@ -300,6 +302,10 @@ func (rs *rescan) run(cmd *cobra.Command, db *scan.DB, asJSON bool, opts []scan.
 		digest := r.Digest
 		if r.Platform != "" {
 			digest += " (" + r.Platform + ")"
+		}
+		if r.Expired != "" {
+			fmt.Fprintf(w, "%s\t%s\t%s\t-\tout of support since %s: not scanned\t-\n", r.Image, r.Month, digest, r.Expired)
+			continue
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\n", r.Image, r.Month, digest, r.Findings, newCol, len(r.Breaking))
 	}

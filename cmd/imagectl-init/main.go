@@ -1,10 +1,11 @@
 // Command imagectl-init is the image's entrypoint (PID 1): it prepares the
 // container (storage, swappiness, /dev/shm, caches, sshd host keys, driver
 // floor, fingerprint) as the baked runtime config says, then runs the user's
-// command, forwarding signals, reaping zombies and exiting with the
+// command (as the configured user) beside the configured services (sshd,
+// Jupyter), forwarding signals, reaping zombies and exiting with the
 // command's code. It takes tini's flags, so it can replace tini as is.
 //
-//	imagectl-init [-s] [-g] [-v] [-w] [-e CODE]... [-p SIGNAL] [--grace-period D] [--] COMMAND [ARG...]
+//	imagectl-init [-s] [-g] [-v] [-w] [-e CODE]... [-p SIGNAL] [--grace-period D] [--] [COMMAND [ARG...]]
 //	imagectl-init doctor [--output json]
 //
 // See docs/init.md.
@@ -26,7 +27,7 @@ import (
 	"imagectl/internal/runtime"
 )
 
-const usage = `usage: imagectl-init [-s] [-g] [-v] [-w] [-e CODE]... [-p SIGNAL] [--grace-period D] [--] COMMAND [ARG...]
+const usage = `usage: imagectl-init [-s] [-g] [-v] [-w] [-e CODE]... [-p SIGNAL] [--grace-period D] [--] [COMMAND [ARG...]]
        imagectl-init --version | -h
        imagectl-init doctor [--output json]`
 
@@ -35,6 +36,8 @@ const help = usage + `
 Prepares the container as ` + runtime.ConfigPath + ` (or $` + runtime.EnvConfig + `) says,
 then runs COMMAND as its child: every catchable signal forwarded, zombies
 reaped, the command's exit code passed through (128+n when signal n killed it).
+With a runtime user, the command runs as that user; the config's services
+(sshd, Jupyter) run beside it, or alone when no COMMAND is given.
 The flags are tini's, so the init replaces tini as is:
 
   -s                 require registering as a child subreaper when not PID 1

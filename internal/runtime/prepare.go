@@ -197,7 +197,12 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 		}
 	}
 	if cfg.Jupyter != nil {
-		svc, err := jupyterService(cfg.Jupyter, p.User, o.runDir, p.Env)
+		runDir := o.runDir
+		if !root {
+			// /run is root's: the user's own directory under /tmp instead.
+			runDir = filepath.Join(o.tmp, fmt.Sprintf("imagectl-%d", o.euid))
+		}
+		svc, err := jupyterService(cfg.Jupyter, p.User, runDir, p.Env)
 		var refused *JupyterRefusedError
 		switch {
 		case errors.As(err, &refused):

@@ -244,6 +244,13 @@ func jupyterService(c *Jupyter, id *Identity, runDir string, env []string) (Serv
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Service{}, fmt.Errorf("creating %s: %w", dir, err)
 	}
+	// The directory holds the password hash: it must be root's, the
+	// init's or the user's (not one another user made in /tmp first).
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return Service{}, fmt.Errorf("%s is not a directory", dir)
+	} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() && (id == nil || int(st.Uid) != id.UID) {
+		return Service{}, fmt.Errorf("%s belongs to uid %d, not to the init; not writing jupyter's config there", dir, st.Uid)
+	}
 	if id != nil {
 		if err := giveTo(dir, id); err != nil {
 			return Service{}, err

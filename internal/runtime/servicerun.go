@@ -122,12 +122,14 @@ func (s *Services) fork(r *running) (int, error) {
 		return 0, err
 	}
 	defer null.Close()
+	sigactionMu.Lock()
 	pid, err := syscall.ForkExec(r.path, r.argv, &syscall.ProcAttr{
 		Dir:   r.dir,
 		Env:   r.env,
 		Files: []uintptr{null.Fd(), w.Fd(), w.Fd()},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: r.cred},
 	})
+	sigactionMu.Unlock()
 	w.Close()
 	if err != nil {
 		rd.Close()

@@ -217,11 +217,13 @@ func (p *Process) StartAs(ctx context.Context, argv, env []string, id *Identity)
 		// ^C from the terminal then reaches the command once, not twice.
 		attr.Foreground, attr.Ctty = true, 0
 	}
+	sigactionMu.Lock()
 	pid, err = syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   attr,
 	})
+	sigactionMu.Unlock()
 	if err != nil {
 		code := 126
 		if errors.Is(err, syscall.ENOENT) {

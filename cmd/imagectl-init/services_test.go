@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,5 +208,55 @@ func TestNonRootStartSkipsRootSteps(t *testing.T) {
 	want := "imagectl-init: warning: running as uid 1000, not root: skipping swappiness, the folders' ownership and the switch to user jovyan, sshd (they need root); the rest goes on\n"
 	if n := len(regexp.MustCompile(`(?m)^imagectl-init: warning:`).FindAllString(stderr, -1)); n != 1 || !strings.Contains(stderr, want) {
 		t.Errorf("stderr has %d warnings, want exactly one:\n%s\ngot:\n%s", n, want, stderr)
+	}
+}
+
+// The fingerprint, written before the command starts, lists the user and
+// the services with their pid, port and state; a refused Jupyter is listed
+// as refused.
+func TestFingerprintListsServices(t *testing.T) {
+	fpDir := t.TempDir()
+	fp := filepath.Join(fpDir, "fp.json")
+	// The user's command reads it, and Jupyter starts in a home there.
+	for _, d := range []string{filepath.Dir(fpDir), fpDir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := map[string]any{
+		"fingerprint_path": fp,
+		"user":             map[string]any{"name": "jovyan", "uid": 1000, "gid": 1000, "home": filepath.Join(fpDir, "home")},
+		"jupyter":          map[string]any{"command": []string{"sh", "-c", "sleep 30"}, "port": 8890},
+	}
+	type fingerprint struct {
+		User *struct {
+			Name     string
+			UID      int
+			Switched bool
+		}
+		Services []struct {
+			Name, User, State string
+			PID, Port         int
+		}
+	}
+	read := func(s *sandbox) fingerprint {
+		t.Helper()
+		code, out := s.wait()
+		var f fingerprint
+		if err := json.Unmarshal([]byte(out), &f); code != 0 || err != nil {
+			t.Fatalf("exit %d, fingerprint %q: %v (stderr: %s)", code, out, err, s.stderr.String())
+		}
+		return f
+	}
+	f := read(startRun(t, run{cfg: cfg, setup: runTmpfs, env: []string{"JUPYTER_TOKEN=t"}}, "cat", fp))
+	if f.User == nil || f.User.Name != "jovyan" || f.User.UID != 1000 || !f.User.Switched {
+		t.Errorf("user = %+v, want jovyan 1000 switched", f.User)
+	}
+	if len(f.Services) != 1 || f.Services[0].Name != "jupyter" || f.Services[0].PID <= 0 || f.Services[0].Port != 8890 || f.Services[0].User != "jovyan" || f.Services[0].State != "running" {
+		t.Errorf("services = %+v, want jupyter running as jovyan on 8890 with a pid", f.Services)
+	}
+	f = read(startRun(t, run{cfg: cfg, setup: runTmpfs}, "cat", fp))
+	if len(f.Services) != 1 || f.Services[0].State != "refused" {
+		t.Errorf("without a token: services = %+v, want jupyter refused", f.Services)
 	}
 }

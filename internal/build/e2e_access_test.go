@@ -52,7 +52,11 @@ func TestE2EAccessServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	if os.Getenv("IMAGECTL_KEEP_LAYOUT") == "" {
+		t.Cleanup(func() { os.RemoveAll(dir) })
+	} else {
+		t.Logf("keeping the OCI layout %s", dir)
+	}
 	begin := time.Now()
 	r, err := Solve(ctx, e.c, l, WithInit(e.init), WithOCILayout(dir))
 	if err != nil {
@@ -77,19 +81,22 @@ func TestE2EAccessServices(t *testing.T) {
 
 	// The workload as the platform sees it: a command runs as jovyan.
 	args := append(append([]string{"run", "--rm", "--network", "none"}, limits...), env...)
-	out, err := podman(append(args, "oci:"+dir, "sh", "-c", `id -u; id -g; whoami; echo "$HOME"; stat -c %u:%g "$HOME"; cat /proc/1/comm`)...).CombinedOutput()
+	cmd := podman(append(args, "oci:"+dir, "sh", "-c", `id -u; id -g; whoami; echo "$HOME"; stat -c %u:%g "$HOME"; cat /proc/1/comm`)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("podman run with a command: %v\n%s", err, out)
+		t.Fatalf("podman run with a command: %v\n%s\n%s", err, out, stderr.String())
 	}
-	if want := "1000\n1000\njovyan\n/home/jovyan\n1000:1000\nimagectl-init\n"; !strings.HasSuffix(string(out), want) {
-		t.Errorf("the command saw:\n%s\nwant it to end with:\n%s", out, want)
+	if want := "1000\n1000\njovyan\n/home/jovyan\n1000:1000\nimagectl-init\n"; string(out) != want {
+		t.Errorf("the command saw:\n%s\nwant:\n%s(stderr: %s)", out, want, stderr.String())
 	}
 
 	// Started as uid 1000 (Kubernetes runAsUser): the init skips root's
 	// steps with one warning and runs the command as that uid.
 	args = append(append([]string{"run", "--rm", "--network", "none", "--user", "1000:1000"}, limits...), env...)
-	cmd := podman(append(args, "oci:"+dir, "sh", "-c", `id -u; echo "$HOME"`)...)
-	var stderr strings.Builder
+	cmd = podman(append(args, "oci:"+dir, "sh", "-c", `id -u; echo "$HOME"`)...)
+	stderr.Reset()
 	cmd.Stderr = &stderr
 	out, err = cmd.Output()
 	if err != nil || string(out) != "1000\n/home/jovyan\n" {

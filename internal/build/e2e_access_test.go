@@ -196,3 +196,33 @@ func freeTCPPort(t *testing.T) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// TestE2EDemoAsUID1000 runs the demo image (no runtime user) under podman as
+// uid 1000, as a platform with runAsUser does: the init needs no root for
+// what the demo asks (storage wait, its local fallback), the command runs
+// as 1000 and imports the locked packages, and no warning is about root.
+func TestE2EDemoAsUID1000(t *testing.T) {
+	e := getE2E(t)
+	ctx := context.Background()
+	l := e.lock(t, uniq("demo-uid"), "1.0.0", smallCore)
+	dir, err := os.MkdirTemp("", "imagectl-build-e2e-uid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if _, err := Solve(ctx, e.c, l, WithInit(e.init), WithOCILayout(dir)); err != nil {
+		t.Fatalf("Solve: %v", err)
+	}
+	cmd := exec.Command("podman", "run", "--rm", "--network", "none", "--user", "1000:1000",
+		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+		"oci:"+dir, "sh", "-c", `id -u; /opt/venv/bin/python -c 'import demo_core, demo_util; print("ok")'; cat /proc/1/comm`)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || string(out) != "1000\nok\nimagectl-init\n" {
+		t.Fatalf("podman run --user 1000:1000: %v: %q, want 1000, ok, imagectl-init (stderr: %s)", err, out, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "not root") {
+		t.Errorf("the demo asks nothing that needs root, yet the init says: %s", stderr.String())
+	}
+}

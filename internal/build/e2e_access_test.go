@@ -26,7 +26,8 @@ import (
 //     token (403 without); Access-Control-Allow-Origin: * is sent;
 //   - with no command (the services alone): ssh by key works as jovyan, a
 //     password login is not even offered, root is refused;
-//   - podman stop: both services stop within the grace period, exit 0.
+//   - podman stop: both services stop within the grace period, exit 0;
+//   - under containerd (ctr run) too, a command runs as jovyan.
 func TestE2EAccessServices(t *testing.T) {
 	e := getE2E(t)
 	ctx := context.Background()
@@ -58,7 +59,7 @@ func TestE2EAccessServices(t *testing.T) {
 		t.Logf("keeping the OCI layout %s", dir)
 	}
 	begin := time.Now()
-	r, err := Solve(ctx, e.c, l, WithInit(e.init), WithOCILayout(dir))
+	r, err := Solve(ctx, e.c, l, WithInit(e.init), WithOCILayout(dir), WithPush(true))
 	if err != nil {
 		t.Fatalf("Solve: %v", err)
 	}
@@ -90,6 +91,24 @@ func TestE2EAccessServices(t *testing.T) {
 	}
 	if want := "1000\n1000\njovyan\n/home/jovyan\n1000:1000\nimagectl-init\n"; string(out) != want {
 		t.Errorf("the command saw:\n%s\nwant:\n%s(stderr: %s)", out, want, stderr.String())
+	}
+
+	// The same under containerd (make up's), pulled by digest: started as
+	// root, the init switches to jovyan.
+	if e.env.Containerd != "" {
+		ctr := func(args ...string) *exec.Cmd {
+			return exec.Command(e.env.Tool(t, "ctr"), append([]string{"--address", e.env.Containerd, "--namespace", "imagectl-build-e2e"}, args...)...)
+		}
+		if out, err := ctr("image", "pull", "--plain-http", r.Ref).CombinedOutput(); err != nil {
+			t.Fatalf("ctr image pull %s: %v\n%s", r.Ref, err, out)
+		}
+		t.Cleanup(func() { _ = ctr("image", "rm", r.Ref).Run() })
+		out, err := ctr("run", "--rm", "--env", "JUPYTER_TOKEN="+token, r.Ref, uniq("access"), InitPath, "--", "sh", "-c", `id -u; whoami; echo "$HOME"`).Output()
+		if err != nil || string(out) != "1000\njovyan\n/home/jovyan\n" {
+			t.Errorf("ctr run: %v: %q, want 1000, jovyan, /home/jovyan", err, out)
+		}
+	} else if os.Getenv("IMAGECTL_E2E") == "1" {
+		t.Fatal("IMAGECTL_E2E=1 but CONTAINERD_ADDRESS is not set: hack/up.sh starts containerd")
 	}
 
 	// Started as uid 1000 (Kubernetes runAsUser): the init skips root's
@@ -197,8 +216,9 @@ func freeTCPPort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// TestE2EDemoAsUID1000 runs the demo image (no runtime user) under podman as
-// uid 1000, as a platform with runAsUser does: the init needs no root for
+// TestE2EDemoAsUID1000 runs the demo image (no runtime user) under podman
+// and containerd (ctr run --user) as uid 1000, as a platform with runAsUser
+// does: the init needs no root for
 // what the demo asks (storage wait, its local fallback), the command runs
 // as 1000 and imports the locked packages, and no warning is about root.
 func TestE2EDemoAsUID1000(t *testing.T) {
@@ -210,19 +230,40 @@ func TestE2EDemoAsUID1000(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	if _, err := Solve(ctx, e.c, l, WithInit(e.init), WithOCILayout(dir)); err != nil {
+	r, err := Solve(ctx, e.c, l, WithInit(e.init), WithOCILayout(dir), WithPush(true))
+	if err != nil {
 		t.Fatalf("Solve: %v", err)
 	}
-	cmd := exec.Command("podman", "run", "--rm", "--network", "none", "--user", "1000:1000",
-		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
-		"oci:"+dir, "sh", "-c", `id -u; /opt/venv/bin/python -c 'import demo_core, demo_util; print("ok")'; cat /proc/1/comm`)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || string(out) != "1000\nok\nimagectl-init\n" {
-		t.Fatalf("podman run --user 1000:1000: %v: %q, want 1000, ok, imagectl-init (stderr: %s)", err, out, stderr.String())
+	const script = `id -u; /opt/venv/bin/python -c 'import demo_core, demo_util; print("ok")'; cat /proc/1/comm`
+	check := func(runtime string, cmd *exec.Cmd) {
+		t.Helper()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != "1000\nok\nimagectl-init\n" {
+			t.Errorf("%s as uid 1000: %v: %q, want 1000, ok, imagectl-init (stderr: %s)", runtime, err, out, stderr.String())
+		}
+		if strings.Contains(stderr.String(), "not root") {
+			t.Errorf("%s: the demo asks nothing that needs root, yet the init says: %s", runtime, stderr.String())
+		}
 	}
-	if strings.Contains(stderr.String(), "not root") {
-		t.Errorf("the demo asks nothing that needs root, yet the init says: %s", stderr.String())
+	check("podman", exec.Command("podman", "run", "--rm", "--network", "none", "--user", "1000:1000",
+		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "oci:"+dir, "sh", "-c", script))
+
+	// containerd (make up's), the image pulled by digest from the registry.
+	if e.env.Containerd == "" {
+		if os.Getenv("IMAGECTL_E2E") == "1" {
+			t.Fatal("IMAGECTL_E2E=1 but CONTAINERD_ADDRESS is not set: hack/up.sh starts containerd")
+		}
+		t.Skip("CONTAINERD_ADDRESS is not set: make up starts containerd")
 	}
+	ctr := func(args ...string) *exec.Cmd {
+		return exec.Command(e.env.Tool(t, "ctr"), append([]string{"--address", e.env.Containerd, "--namespace", "imagectl-build-e2e"}, args...)...)
+	}
+	if out, err := ctr("image", "pull", "--plain-http", r.Ref).CombinedOutput(); err != nil {
+		t.Fatalf("ctr image pull %s: %v\n%s", r.Ref, err, out)
+	}
+	t.Cleanup(func() { _ = ctr("image", "rm", r.Ref).Run() })
+	// ctr run's arguments replace the image's entrypoint too: name the init.
+	check("containerd", ctr("run", "--rm", "--user", "1000:1000", r.Ref, uniq("uid1000"), InitPath, "--", "sh", "-c", script))
 }

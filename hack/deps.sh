@@ -10,7 +10,7 @@ if [ "${1:-}" != demo ]; then
   pkgs+=(tini python3-venv iproute2)
   pkgs+=(openssh-client) # ssh-keygen: the init's sshd host key tests
   # the real sshd and Jupyter the init supervises (TestServicesAlone)
-  pkgs+=(openssh-server jupyter-notebook)
+  pkgs+=(openssh-server jupyter-notebook python3-jupyter-server)
   pkgs+=(qemu-user-static) # linux/arm64 lock and build steps under emulation (hack/binfmt.sh)
   pkgs+=(containernetworking-plugins) # the local Kubernetes pod network: bridge, host-local, loopback (hack/k8s.sh)
 fi

@@ -22,6 +22,9 @@ func needProgram(t *testing.T, path, pkg string) {
 	if _, err := exec.LookPath(path); err == nil {
 		return
 	}
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() && filepath.IsAbs(path) {
+		return // a module, not a program
+	}
 	if os.Getenv("IMAGECTL_E2E") != "" {
 		t.Fatalf("%s is missing (Debian's %s; hack/deps.sh installs it): IMAGECTL_E2E=1 runs this test for real", path, pkg)
 	}
@@ -164,8 +167,24 @@ func TestServicesAlone(t *testing.T) {
 		t.Errorf("ssh as root with the key: %v: %q, want Permission denied", err, out)
 	}
 
-	// Jupyter: the notebook server takes a few seconds to come up.
-	base := fmt.Sprintf("http://127.0.0.1:%d%s", nbPort, prefix)
+	checkJupyter(t, s, fmt.Sprintf("http://127.0.0.1:%d%s", nbPort, prefix), token, "jupyter-notebook", "tree")
+
+	_ = syscall.Kill(s.initPID(), syscall.SIGTERM)
+	code, _ := s.wait()
+	if code != 0 {
+		t.Errorf("after SIGTERM: exit %d, want 0 (both services stopped in time) (stderr: %s)", code, s.stderr.String())
+	}
+}
+
+// checkJupyter checks a Jupyter server the init runs, under the URL base
+// (ending in the prefix, with a slash): /api/status answers 200 with the
+// token and the CORS header, 403 without or with a wrong one; the tree
+// redirects to the login page without it; every process matching proc
+// runs as uid 1000 with no token on its command line; api/contents needs
+// the token; page (when set) redirects to the login page without it.
+func checkJupyter(t *testing.T, s *sandbox, base, token, proc, page string) {
+	t.Helper()
+	prefix := base[strings.Index(base[len("http://"):], "/")+len("http://"):]
 	get := func(path, auth string) (*http.Response, error) {
 		req, _ := http.NewRequest("GET", base+path, nil)
 		req.Header.Set("Origin", "https://kubeflow.example")
@@ -181,6 +200,7 @@ func TestServicesAlone(t *testing.T) {
 	}
 	deadline := time.Now().Add(90 * time.Second)
 	var resp *http.Response
+	var err error
 	for {
 		resp, err = get("api/status", token)
 		if err == nil || time.Now().After(deadline) {
@@ -199,18 +219,11 @@ func TestServicesAlone(t *testing.T) {
 			t.Errorf("GET api/status with token %q: %v %v, want 403", bad, resp, err)
 		}
 	}
-	if resp, err := get("tree", ""); err != nil || resp.StatusCode != 302 || !strings.Contains(resp.Header.Get("Location"), prefix+"login") {
-		t.Errorf("GET tree without a token: %v %v, want a redirect to %slogin", resp, err, prefix)
-	}
-	if resp, err := get("tree", token); err != nil || resp.StatusCode != 200 {
-		t.Errorf("GET tree with the token: %v %v, want 200", resp, err)
-	}
-
 	// Jupyter runs as the user, with no secret on its command line.
-	out, _ := exec.Command("pgrep", "-f", "jupyter-notebook").Output()
+	out, _ := exec.Command("pgrep", "-f", proc).Output()
 	pids := strings.Fields(string(out))
 	if len(pids) == 0 {
-		t.Errorf("no jupyter-notebook process")
+		t.Errorf("no %s process", proc)
 	}
 	for _, pid := range pids {
 		cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
@@ -222,10 +235,51 @@ func TestServicesAlone(t *testing.T) {
 			t.Errorf("jupyter (pid %s) does not run as uid 1000:\n%s", pid, status)
 		}
 	}
+	if resp, err := get("api/contents", ""); err != nil || resp.StatusCode != 403 {
+		t.Errorf("GET api/contents without a token: %v %v, want 403", resp, err)
+	}
+	if resp, err := get("api/contents", token); err != nil || resp.StatusCode != 200 {
+		t.Errorf("GET api/contents with the token: %v %v, want 200", resp, err)
+	}
+	if page == "" {
+		return
+	}
+	if resp, err := get(page, ""); err != nil || resp.StatusCode != 302 || !strings.Contains(resp.Header.Get("Location"), prefix+"login") {
+		t.Errorf("GET %s without a token: %v %v, want a redirect to %slogin", page, resp, err, prefix)
+	}
+	if resp, err := get(page, token); err != nil || resp.StatusCode != 200 {
+		t.Errorf("GET %s with the token: %v %v, want 200", page, resp, err)
+	}
+}
 
+// TestJupyterServerAlone is TestServicesAlone's Jupyter part for
+// jupyter_server (Debian's python3-jupyter-server 1.23, what JupyterLab runs
+// on): its settings come from the ServerApp config the init writes, the
+// token from JUPYTER_TOKEN.
+func TestJupyterServerAlone(t *testing.T) {
+	needProgram(t, "/usr/lib/python3/dist-packages/jupyter_server/__main__.py", "python3-jupyter-server")
+	requireNamespaces(t)
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := filepath.Join(dir, "home", "jovyan")
+	const token, prefix = "server-token-77c1", "/user/jovyan/"
+	port := freePort(t)
+	cfg := map[string]any{
+		"grace_period": "20s",
+		"user":         map[string]any{"name": "jovyan", "uid": 1000, "gid": 1000, "home": home},
+		"jupyter":      map[string]any{"command": []string{"/usr/bin/python3", "-m", "jupyter_server"}},
+	}
+	setup := "mount -t tmpfs -o mode=755 run /run\n" + accountFiles(t, dir, home, "*")
+	s := startRun(t, run{cfg: cfg, setup: setup, env: []string{
+		"JUPYTER_TOKEN=" + token, "NB_PREFIX=" + prefix, "NB_PORT=" + strconv.Itoa(port),
+	}})
+	checkJupyter(t, s, fmt.Sprintf("http://127.0.0.1:%d%s", port, prefix), token, "jupyter_server", "")
 	_ = syscall.Kill(s.initPID(), syscall.SIGTERM)
-	code, _ := s.wait()
-	if code != 0 {
-		t.Errorf("after SIGTERM: exit %d, want 0 (both services stopped in time) (stderr: %s)", code, s.stderr.String())
+	if code, _ := s.wait(); code != 0 {
+		t.Errorf("after SIGTERM: exit %d, want 0 (stderr: %s)", code, s.stderr.String())
 	}
 }

@@ -241,7 +241,12 @@ func jupyterService(c *Jupyter, id *Identity, runDir string, env []string) (Serv
 		"jupyter_server_config.json":   server,
 	}
 	dir := filepath.Join(runDir, "jupyter")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// runDir is traversable by the user (sshd's keys live there too); only
+	// jupyter's own directory is closed.
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return Service{}, fmt.Errorf("creating %s: %w", runDir, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return Service{}, fmt.Errorf("creating %s: %w", dir, err)
 	}
 	// The directory holds the password hash: it must be root's, the

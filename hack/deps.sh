@@ -9,6 +9,8 @@ pkgs=(runc debootstrap debian-archive-keyring podman uidmap python3 python3-pip-
 if [ "${1:-}" != demo ]; then
   pkgs+=(tini python3-venv iproute2)
   pkgs+=(openssh-client) # ssh-keygen: the init's sshd host key tests
+  # the real sshd and Jupyter the init supervises (TestServicesAlone)
+  pkgs+=(openssh-server jupyter-notebook python3-jupyter-server)
   pkgs+=(qemu-user-static) # linux/arm64 lock and build steps under emulation (hack/binfmt.sh)
   pkgs+=(containernetworking-plugins) # the local Kubernetes pod network: bridge, host-local, loopback (hack/k8s.sh)
   pkgs+=(chromium fonts-dejavu-core) # the catalog site rendered headless in the end-to-end suite (internal/testenv/chromium.go)

@@ -44,6 +44,7 @@ declare -A pkgs=(
   [cosign]=github.com/sigstore/cosign/v2/cmd/cosign
   [containerd]=github.com/containerd/containerd/v2/cmd/containerd
   [containerd-shim-runc-v2]=github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+  [ctr]=github.com/containerd/containerd/v2/cmd/ctr
   [nvidia-ctk]=github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-ctk
   [nvidia-cdi-hook]=github.com/NVIDIA/nvidia-container-toolkit/cmd/nvidia-cdi-hook
   [policy-tester]=github.com/sigstore/policy-controller/cmd/tester
@@ -67,7 +68,7 @@ declare -A moddirs=(
 demo="buildkitd buildctl registry crane"
 case "${1:-}" in
   demo) moddir=tools groups=("$demo") ;;
-  "") moddir=tools groups=("$demo cosign" "containerd containerd-shim-runc-v2" "policy-tester" "kyverno" "promtool") ;;
+  "") moddir=tools groups=("$demo cosign" "containerd containerd-shim-runc-v2 ctr" "policy-tester" "kyverno" "promtool") ;;
   gpu) moddir=tools/gpu groups=("nvidia-ctk nvidia-cdi-hook") ;;
   k8s) moddir=tools/k8s groups=("kube") ;; # hack/k8s.sh's cluster
   *) echo "usage: hack/tools.sh [demo|gpu|k8s]" >&2; exit 2 ;;
@@ -80,7 +81,7 @@ cold() {
   case "$1" in
     buildkitd | buildctl | registry | crane) echo "~5 min" ;;
     cosign) echo "~3 min after the demo group" ;;
-    containerd | containerd-shim-runc-v2) echo "~1.5 min" ;;
+    containerd | containerd-shim-runc-v2 | ctr) echo "~1.5 min" ;;
     policy-tester) echo "~4 min" ;;
     kyverno) echo "~7.5 min" ;;
     promtool) echo "~5 min" ;;
@@ -123,7 +124,7 @@ build() {
       ldflags="-X github.com/moby/buildkit/version.Version=$bkver -X github.com/moby/buildkit/version.Package=github.com/moby/buildkit"
       (cd "$moddir" && go build -ldflags "$ldflags" -o "$root/bin/" "${args[@]}") || rc=$?
       ;;
-    containerd | containerd-shim-runc-v2)
+    containerd | containerd-shim-runc-v2 | ctr)
       cver=$(cd tools && go list -m -f '{{.Version}}' github.com/containerd/containerd/v2)
       ldflags="-s -w -X github.com/containerd/containerd/v2/version.Version=$cver -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2"
       (cd "$moddir" && CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_zfs no_devmapper" -ldflags "$ldflags" -o "$root/bin/" "${args[@]}") || rc=$?

@@ -99,6 +99,25 @@ defaults {
       gc_max_age  = "720h"
       gc_max_size = "50GiB"
     }
+    # The workload runs as jovyan (1000:1000, HOME /home/jovyan), the
+    # Kubeflow notebook user; the init does root's work first.
+    user {
+      name = "jovyan"
+      uid  = 1000
+      gid  = 1000
+      home = "/home/jovyan"
+    }
+    # sshd by key only; the keys come from a mounted secret or the variable.
+    ssh {
+      authorized_keys_file = "/etc/imagectl/ssh/authorized_keys"
+      authorized_keys_env  = "SSH_AUTHORIZED_KEYS"
+    }
+    # JupyterLab on $NB_PORT (8888) under $NB_PREFIX; never without a token
+    # (JUPYTER_TOKEN or the mounted file) or a hashed password.
+    jupyter {
+      command    = ["jupyter", "lab"]
+      token_file = "/etc/imagectl/jupyter/token"
+    }
   }
 
   verify {

@@ -1,10 +1,11 @@
 // Command imagectl-init is the image's entrypoint (PID 1): it prepares the
 // container (storage, swappiness, /dev/shm, caches, sshd host keys, driver
 // floor, fingerprint) as the baked runtime config says, then runs the user's
-// command, forwarding signals, reaping zombies and exiting with the
+// command (as the configured user) beside the configured services (sshd,
+// Jupyter), forwarding signals, reaping zombies and exiting with the
 // command's code. It takes tini's flags, so it can replace tini as is.
 //
-//	imagectl-init [-s] [-g] [-v] [-w] [-e CODE]... [-p SIGNAL] [--grace-period D] [--] COMMAND [ARG...]
+//	imagectl-init [-s] [-g] [-v] [-w] [-e CODE]... [-p SIGNAL] [--grace-period D] [--] [COMMAND [ARG...]]
 //	imagectl-init doctor [--output json]
 //
 // See docs/init.md.
@@ -26,7 +27,7 @@ import (
 	"imagectl/internal/runtime"
 )
 
-const usage = `usage: imagectl-init [-s] [-g] [-v] [-w] [-e CODE]... [-p SIGNAL] [--grace-period D] [--] COMMAND [ARG...]
+const usage = `usage: imagectl-init [-s] [-g] [-v] [-w] [-e CODE]... [-p SIGNAL] [--grace-period D] [--] [COMMAND [ARG...]]
        imagectl-init --version | -h
        imagectl-init doctor [--output json]`
 
@@ -35,6 +36,8 @@ const help = usage + `
 Prepares the container as ` + runtime.ConfigPath + ` (or $` + runtime.EnvConfig + `) says,
 then runs COMMAND as its child: every catchable signal forwarded, zombies
 reaped, the command's exit code passed through (128+n when signal n killed it).
+With a runtime user, the command runs as that user; the config's services
+(sshd, Jupyter) run beside it, or alone when no COMMAND is given.
 The flags are tini's, so the init replaces tini as is:
 
   -s                 require registering as a child subreaper when not PID 1
@@ -103,18 +106,41 @@ func main() {
 	if err != nil {
 		fail(exitcode.Code(err), err.Error())
 	}
+	alone := len(args.Command) == 0
+	if alone && len(prep.Services) == 0 && len(prep.Refused) == 0 {
+		fail(exitcode.Usage, runtime.ErrNoCommand.Error()+"\n"+usage)
+	}
+	for _, err := range prep.Refused {
+		if alone {
+			// The services are the container's whole job: refuse it.
+			fail(exitcode.Failure, err.Error())
+		}
+		log.Error(err.Error() + "; the command starts without jupyter")
+	}
 	if s := prep.Summary(); s != "" && !cfg.Quiet {
 		log.Info(s)
 	}
+	var svcs *runtime.Services
+	if len(prep.Services) > 0 {
+		svcs = proc.StartServices(ctx, prep.Services, stderr)
+	}
 	// The fingerprint is there before the command starts: probes read it.
-	if _, path, err := prep.WriteFingerprint(ctx); err != nil {
+	if _, path, err := prep.WriteFingerprint(ctx, svcs.States()...); err != nil {
 		log.Warn(err.Error())
 	} else if path != "" {
 		log.Debug("fingerprint written", "path", path)
 	}
-	pid, code, err := proc.Start(ctx, args.Command, prep.Env)
-	if err != nil {
-		fail(code, err.Error())
+	pid := 0
+	if !alone {
+		var code int
+		pid, code, err = proc.StartAs(ctx, args.Command, prep.Env, prep.User)
+		if err != nil {
+			if svcs != nil {
+				svcs.RequestStop()
+				proc.Supervise(ctx, 0, svcs, wait)
+			}
+			fail(code, err.Error())
+		}
 	}
 	// The cache GC runs beside the command: it never delays the start, and
 	// it leaves alone anything written after the init began.
@@ -126,7 +152,7 @@ func main() {
 			log.Debug("cache gc", "removed", r.Removed, "removed_bytes", r.RemovedBytes, "kept_bytes", r.KeptBytes)
 		}
 	}()
-	os.Exit(args.ExitCode(proc.Wait(ctx, pid, wait)))
+	os.Exit(args.ExitCode(proc.Supervise(ctx, pid, svcs, wait)))
 }
 
 // stderr is where the init's own messages go: a closed log pipe must not

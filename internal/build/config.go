@@ -1,6 +1,7 @@
 package build
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strconv"
@@ -74,7 +75,21 @@ func ImageConfig(l *lock.Lock, base ocispecs.Image) ocispecs.Image {
 	}
 
 	img.Config.Entrypoint = []string{InitPath}
-	if len(img.Config.Cmd) == 0 {
+	switch rt := l.Runtime; {
+	case rt.SSH != nil || rt.Jupyter != nil:
+		// `docker run IMAGE` runs the access services alone (the init's
+		// mode with no command), not the base's shell.
+		img.Config.Cmd = nil
+		if img.Config.ExposedPorts == nil {
+			img.Config.ExposedPorts = map[string]struct{}{}
+		}
+		if rt.SSH != nil {
+			img.Config.ExposedPorts[strconv.Itoa(cmp.Or(rt.SSH.Port, 22))+"/tcp"] = struct{}{}
+		}
+		if rt.Jupyter != nil {
+			img.Config.ExposedPorts[strconv.Itoa(cmp.Or(rt.Jupyter.Port, 8888))+"/tcp"] = struct{}{}
+		}
+	case len(img.Config.Cmd) == 0:
 		img.Config.Cmd = []string{"/bin/bash"}
 	}
 

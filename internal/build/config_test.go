@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 )
 
@@ -81,5 +82,26 @@ func TestImageConfigKeepsBaseEnv(t *testing.T) {
 	}
 	if !strings.HasPrefix(withVenv("/a:/b"), VenvPath+"/bin:/a:/b") {
 		t.Errorf("withVenv(/a:/b) = %q", withVenv("/a:/b"))
+	}
+}
+
+// With sshd or Jupyter declared, the image has no default command (the
+// init then runs the services alone) and exposes their ports; without, the
+// base's command (or /bin/bash) stays.
+func TestImageConfigServices(t *testing.T) {
+	base := ocispecs.Image{Config: ocispecs.ImageConfig{Cmd: []string{"bash"}}}
+	l := &lock.Lock{}
+	if got := ImageConfig(l, base).Config; !cmp.Equal(got.Cmd, []string{"bash"}) || got.ExposedPorts != nil {
+		t.Errorf("without services: cmd %q, ports %v; want the base's bash and none", got.Cmd, got.ExposedPorts)
+	}
+	l.Runtime.User = &initconfig.User{Name: "jovyan", UID: 1000, GID: 1000}
+	l.Runtime.SSH = &initconfig.SSH{Port: 2222}
+	l.Runtime.Jupyter = &initconfig.Jupyter{}
+	got := ImageConfig(l, base).Config
+	if got.Cmd != nil {
+		t.Errorf("with services: cmd %q, want none", got.Cmd)
+	}
+	if diff := cmp.Diff(map[string]struct{}{"2222/tcp": {}, "8888/tcp": {}}, got.ExposedPorts); diff != "" {
+		t.Errorf("exposed ports (-want +got):\n%s", diff)
 	}
 }

@@ -122,7 +122,7 @@ apt-get update -qq >/dev/null
 apt-get install --print-uris -qq --no-install-recommends ` + strings.Join(pkgs, " ") + ` > /out/uris
 for f in $(awk '{print $2}' /out/uris); do
   n=${f%%_*}; v=$(echo "$f" | cut -d_ -f2 | sed 's/%3a/:/g')
-  apt-cache show "$n=$v" | grep -E '^(Filename|SHA256):'
+  apt-cache show "$n=$v" | grep -E '^(Package|Version|SHA256):'
 done > /out/show`
 	st := llb.Image(base, llb.Platform(platform)).Run(
 		llb.Args([]string{"/bin/sh", "-c", script}),
@@ -145,15 +145,19 @@ done > /out/show`
 	if err != nil {
 		return nil, err
 	}
-	sha := map[string]string{} // file name -> sha256
-	var file string
+	// name_version -> sha256 (by name and version, not the pool's file
+	// name: that one has no epoch, apt's local one has it escaped).
+	sha := map[string]string{}
+	var pkg, ver string
 	for _, line := range strings.Split(string(show), "\n") {
 		k, v, _ := strings.Cut(line, ": ")
 		switch k {
-		case "Filename":
-			file, _ = url.PathUnescape(filepath.Base(v))
+		case "Package":
+			pkg = v
+		case "Version":
+			ver = v
 		case "SHA256":
-			sha[file] = v
+			sha[pkg+"_"+ver] = v
 		}
 	}
 	uris, err := os.ReadFile(filepath.Join(dir, "uris"))
@@ -179,7 +183,7 @@ done > /out/show`
 		if len(parts) != 3 {
 			return nil, fmt.Errorf("unexpected deb file name %q", fields[1])
 		}
-		h := sha[fn+".deb"]
+		h := sha[parts[0]+"_"+parts[1]]
 		if h == "" {
 			return nil, fmt.Errorf("apt-cache show gave no SHA256 for %s", fields[1])
 		}

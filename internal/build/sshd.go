@@ -37,11 +37,12 @@ func systemScript() string {
 	return dpkgScript + "\n" + hostKeysCleanup
 }
 
-// runtimeStepScript installs the runtime config and, with ssh_key_only,
+// runtimeStepScript installs the runtime config, adds runtime.user when the
+// base lacks it (userScript) and, with ssh_key_only,
 // writes the drop-in when the image has sshd (from the base or the debs):
 // the runtime step runs last, on the finished root filesystem.
 func runtimeStepScript(l *lock.Lock) string {
-	s := runtimeScript
+	s := runtimeScript + userScript(l.Runtime.User)
 	if l.Policy.SSHKeyOnly {
 		s += `
 if [ -x /usr/sbin/sshd ]; then

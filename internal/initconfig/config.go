@@ -50,6 +50,14 @@ type Config struct {
 	GracePeriod Duration `json:"grace_period,omitempty"`
 	// Quiet suppresses the one-line summary on the happy path.
 	Quiet bool `json:"quiet,omitempty"`
+	// User, when set, is the user the command and the services that do not
+	// need root run as: the init does root's work first, then switches.
+	User *User `json:"user,omitempty"`
+	// SSH, when set, has the init run and supervise sshd (keys only).
+	SSH *SSH `json:"ssh,omitempty"`
+	// Jupyter, when set, has the init run and supervise a Jupyter server
+	// (token or hashed password required).
+	Jupyter *Jupyter `json:"jupyter,omitempty"`
 	// Image describes the image the init runs in (from the lock), for the
 	// fingerprint and the driver message.
 	Image ImageFacts `json:"image"`
@@ -80,6 +88,62 @@ type Caches struct {
 	GCMaxAge Duration `json:"gc_max_age,omitempty"`
 	// GCMaxBytes trims the compile caches, oldest first, to this total; 0 is unlimited.
 	GCMaxBytes int64 `json:"gc_max_bytes,omitempty"`
+}
+
+// User is the user the workload runs as.
+type User struct {
+	// Name is the login name (USER, LOGNAME; the only user sshd admits).
+	Name string `json:"name"`
+	// UID and GID are the numeric user and primary group.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// Home is HOME. The default is /home/<name>.
+	Home string `json:"home,omitempty"`
+}
+
+// HomeDir is u's home: Home, or /home/<name>.
+func (u User) HomeDir() string {
+	if u.Home != "" {
+		return u.Home
+	}
+	return "/home/" + u.Name
+}
+
+// SSH configures the sshd the init supervises. Logins are by key only:
+// password, keyboard-interactive and root logins are off.
+type SSH struct {
+	// Port is the port sshd listens on. The default is 22.
+	Port int `json:"port,omitempty"`
+	// AuthorizedKeysFile is a (mounted) file of public keys for the user.
+	AuthorizedKeysFile string `json:"authorized_keys_file,omitempty"`
+	// AuthorizedKeysEnv names an environment variable holding public keys,
+	// one a line. Keys from both sources are used.
+	AuthorizedKeysEnv string `json:"authorized_keys_env,omitempty"`
+}
+
+// Jupyter configures the Jupyter server the init supervises.
+type Jupyter struct {
+	// Command is the server's command. The default is ["jupyter", "lab"].
+	Command []string `json:"command,omitempty"`
+	// Port is the port when PortEnv is unset. The default is 8888.
+	Port int `json:"port,omitempty"`
+	// PortEnv names the variable a platform sets the port in. The
+	// default is NB_PORT.
+	PortEnv string `json:"port_env,omitempty"`
+	// BaseURLEnv names the variable holding the URL prefix the server
+	// answers under (Kubeflow's NB_PREFIX). The default is NB_PREFIX.
+	BaseURLEnv string `json:"base_url_env,omitempty"`
+	// TokenEnv and TokenFile give the access token (TokenEnv defaults to
+	// JUPYTER_TOKEN); PasswordEnv and PasswordFile a hashed password
+	// (jupyter's passwd() output). One of them must yield a value, or the
+	// init refuses to start the server.
+	TokenEnv     string `json:"token_env,omitempty"`
+	TokenFile    string `json:"token_file,omitempty"`
+	PasswordEnv  string `json:"password_env,omitempty"`
+	PasswordFile string `json:"password_file,omitempty"`
+	// AllowOrigin is the server's allow_origin (the CORS header). The
+	// default is "*", as Kubeflow's notebook images set it.
+	AllowOrigin string `json:"allow_origin,omitempty"`
 }
 
 // ImageFacts are the locked facts of the image, for the fingerprint.

@@ -155,11 +155,12 @@ func ParseArgs(argv []string, lookup func(string) (string, bool)) (Args, error) 
 		}
 	}
 	a.Command = argv[i:]
-	if len(a.Command) == 0 && !a.Help && !a.Version {
-		return usage("no command given")
-	}
 	return a, nil
 }
+
+// ErrNoCommand is the usage error of a start with no command when the
+// runtime config declares no service to run alone.
+var ErrNoCommand error = &UsageError{Msg: "no command given (and the runtime config declares no service to run alone)"}
 
 // ExitCode is the init's exit code for the command's code: 0 when -e named
 // it, the command's own otherwise.

@@ -28,6 +28,9 @@ func TestParseArgs(t *testing.T) {
 		{"grace period =", []string{"--grace-period=0", "x"}, nil, Args{GracePeriodSet: true, Command: []string{"x"}}},
 		{"version", []string{"--version"}, nil, Args{Version: true, Command: []string{}}},
 		{"help", []string{"-h"}, nil, Args{Help: true, Command: []string{}}},
+		// No command: the services run alone, or main says ErrNoCommand.
+		{"no command", []string{}, nil, Args{Command: []string{}}},
+		{"no command after --", []string{"-s", "--"}, nil, Args{Subreaper: true, Command: []string{}}},
 		{"doctor", []string{"doctor", "-o", "json"}, nil, Args{Doctor: true, DoctorArgs: []string{"-o", "json"}}},
 		{"doctor after -- is a command", []string{"--", "doctor"}, nil, Args{Command: []string{"doctor"}}},
 		{"tini variables, even empty", []string{"x"}, map[string]string{EnvTiniSubreaper: "", EnvTiniKillProcessGroup: "1"}, Args{Subreaper: true, ProcessGroup: true, Command: []string{"x"}}},
@@ -60,9 +63,6 @@ func TestParseArgsUsageErrors(t *testing.T) {
 		{"-p", "65", "sh"},
 		{"--grace-period", "soon", "sh"},
 		{"--grace-period"},
-		{},
-		{"-s"},
-		{"--"},
 	} {
 		_, err := ParseArgs(argv, func(string) (string, bool) { return "", false })
 		var ue *UsageError

@@ -21,4 +21,7 @@ type (
 	Caches     = initconfig.Caches
 	ImageFacts = initconfig.ImageFacts
 	Duration   = initconfig.Duration
+	User       = initconfig.User
+	SSH        = initconfig.SSH
+	Jupyter    = initconfig.Jupyter
 )

@@ -40,6 +40,22 @@ type Fingerprint struct {
 	Shm         ShmResult  `json:"shm"`
 	Storage     FPStorage  `json:"storage"`
 	Caches      []CacheDir `json:"caches,omitempty"`
+	// User is who the command runs as, when the runtime block names one.
+	User *FPUser `json:"user,omitempty"`
+	// Services are the services the init supervises (and those it
+	// refused), as they were when the command started.
+	Services []ServiceState `json:"services,omitempty"`
+}
+
+// FPUser is the user part of a fingerprint.
+type FPUser struct {
+	Name string `json:"name"`
+	UID  int    `json:"uid"`
+	GID  int    `json:"gid"`
+	Home string `json:"home"`
+	// Switched says the init switched to the user; false when the
+	// container started as a non-root user.
+	Switched bool `json:"switched"`
 }
 
 // FPStorage is the storage part of a fingerprint.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"os"
 	"time"
 )
 
@@ -16,6 +17,8 @@ type options struct {
 	fallback  string
 	mountinfo string
 	sshRoot   string
+	runDir    string
+	euid      int
 	poll      time.Duration
 	// notReady, when set, is called after each storage check that found
 	// the storage not ready, before the wait for the next (tests use it to
@@ -30,6 +33,8 @@ func makeOptions(opts []Option) (options, error) {
 		tmp:      "/tmp",
 		fallback: "/tmp/imagectl-local",
 		sshRoot:  "/",
+		runDir:   "/run/imagectl",
+		euid:     os.Geteuid(),
 		poll:     100 * time.Millisecond,
 	}
 	for _, opt := range opts {
@@ -94,4 +99,22 @@ func WithSSHRoot(dir string) Option {
 		o.sshRoot = dir
 		return nil
 	}
+}
+
+// WithRunDir is where the init writes the services' generated files (sshd's
+// authorized keys, Jupyter's config). The default is /run/imagectl.
+func WithRunDir(dir string) Option {
+	return func(o *options) error {
+		if dir == "" {
+			return errors.New("empty run dir")
+		}
+		o.runDir = dir
+		return nil
+	}
+}
+
+// WithEUID makes the init act as if it ran as uid (0 is root), for tests
+// of the non-root start. The default is the process's effective uid.
+func WithEUID(uid int) Option {
+	return func(o *options) error { o.euid = uid; return nil }
 }

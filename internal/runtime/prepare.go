@@ -25,6 +25,17 @@ type Prepared struct {
 	Driver Driver
 	// SSH says whether sshd is installed and which host keys were generated.
 	SSH SSHHostKeys
+	// User is who the command and Jupyter run as; nil runs them as the init
+	// runs (no user configured, or the container started as non-root).
+	User *Identity
+	// Services are the services to start beside the command, in order.
+	Services []Service
+	// Refused are the services the init will not start for want of a
+	// secret (*JupyterRefusedError); with no command they stop the container.
+	Refused []error
+	// Skipped names the root steps skipped because the container started
+	// as a non-root user (said once, in one warning).
+	Skipped []string
 
 	cfg        Config
 	opts       options
@@ -59,6 +70,34 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 		log.Warn(msg)
 	}
 
+	root := o.euid == 0
+	var skip []string
+	if !root {
+		if cfg.Swappiness != nil {
+			skip = append(skip, "swappiness")
+		}
+		if cfg.User != nil {
+			skip = append(skip, "the folders' ownership and the switch to user "+cfg.User.Name)
+		}
+		if cfg.SSH != nil {
+			skip = append(skip, "sshd")
+		}
+		if len(skip) > 0 {
+			p.Skipped = skip
+			warn(fmt.Sprintf("running as uid %d, not root: skipping %s (they need root); the rest goes on", o.euid, strings.Join(skip, ", ")))
+		}
+	}
+	if cfg.User != nil {
+		id := resolveIdentity(*cfg.User, filepath.Join(o.sshRoot, "etc/group"))
+		switch {
+		case root:
+			p.User = id
+		case o.euid == id.UID:
+			// Started as the user already: its environment still applies.
+			p.Env = userEnv(p.Env, id)
+		}
+	}
+
 	p.Storage, err = waitStorage(ctx, cfg.Storage, o)
 	if err != nil {
 		return p, err
@@ -74,7 +113,7 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 		return path
 	}
 
-	if cfg.Swappiness != nil {
+	if cfg.Swappiness != nil && root {
 		r, err := applySwappiness(o.proc, *cfg.Swappiness)
 		if err != nil {
 			warn(err.Error() + "; the command starts anyway")
@@ -112,6 +151,11 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 			warn(fmt.Sprintf("cannot create the %s directory %s (%v); %s stays unset and the framework uses its default: make the path writable or point the image's runtime block elsewhere", d.Name, d.Path, err, strings.Join(d.Env, ", ")))
 			continue
 		}
+		if p.User != nil {
+			if err := giveTo(d.Path, p.User); err != nil {
+				warn(err.Error() + "; the command may not be able to write there")
+			}
+		}
 		for _, name := range d.Env {
 			p.Env = setEnv(p.Env, name, d.Path)
 		}
@@ -128,8 +172,46 @@ func Prepare(ctx context.Context, cfg Config, env []string, opts ...Option) (*Pr
 
 	// sshd host keys are never in the image's layers: generate the missing
 	// ones now, before the command (which may start sshd).
-	if p.SSH, err = ensureSSHHostKeys(ctx, o.sshRoot, p.Env); err != nil {
-		warn(err.Error())
+	if root {
+		if p.SSH, err = ensureSSHHostKeys(ctx, o.sshRoot, p.Env); err != nil {
+			warn(err.Error())
+		}
+	}
+
+	if p.User != nil {
+		if err := ensureHome(p.User); err != nil {
+			warn(err.Error() + "; the command starts with HOME there anyway")
+		}
+		p.Env = userEnv(p.Env, p.User)
+	}
+	if cfg.SSH != nil && root {
+		svc, w, err := sshService(cfg.SSH, p.User, o.sshRoot, o.runDir, p.Env)
+		switch {
+		case err != nil:
+			warn(err.Error())
+		default:
+			if w != "" {
+				warn(w)
+			}
+			p.Services = append(p.Services, svc)
+		}
+	}
+	if cfg.Jupyter != nil {
+		runDir := o.runDir
+		if !root {
+			// /run is root's: the user's own directory under /tmp instead.
+			runDir = filepath.Join(o.tmp, fmt.Sprintf("imagectl-%d", o.euid))
+		}
+		svc, err := jupyterService(cfg.Jupyter, p.User, runDir, p.Env)
+		var refused *JupyterRefusedError
+		switch {
+		case errors.As(err, &refused):
+			p.Refused = append(p.Refused, err)
+		case err != nil:
+			warn(err.Error())
+		default:
+			p.Services = append(p.Services, svc)
+		}
 	}
 
 	if cfg.DriverFloor != "" {
@@ -175,7 +257,8 @@ func checkDriver(cfg Config, d Driver) error {
 // came) and returns it with the path written. When the config names no path
 // it does nothing (a zero fingerprint, ""). The init runs it just before
 // starting the command, so the command (and the verify probes) can read it.
-func (p *Prepared) WriteFingerprint(ctx context.Context) (Fingerprint, string, error) {
+// svcs are the services as StartServices left them (Services.States).
+func (p *Prepared) WriteFingerprint(ctx context.Context, svcs ...ServiceState) (Fingerprint, string, error) {
 	if p.cfg.FingerprintPath == "" {
 		return Fingerprint{}, "", nil
 	}
@@ -192,6 +275,13 @@ func (p *Prepared) WriteFingerprint(ctx context.Context) (Fingerprint, string, e
 		swap = ReadSwappiness(p.opts.proc)
 	}
 	fp := collectFingerprint(p.cfg, p.Env, p.Storage, p.shmForFingerprint(), drv, swap, p.Caches)
+	if u := p.cfg.User; u != nil {
+		fp.User = &FPUser{Name: u.Name, UID: u.UID, GID: u.GID, Home: u.HomeDir(), Switched: p.User != nil}
+	}
+	fp.Services = append(fp.Services, svcs...)
+	for _, err := range p.Refused {
+		fp.Services = append(fp.Services, ServiceState{Name: "jupyter", State: "refused", Detail: err.Error()})
+	}
 	path := p.cfg.FingerprintPath
 	if p.Storage.Configured && !p.Storage.Ready {
 		path = relocate(filepath.Clean(path), p.Storage.Root, p.opts.fallback)
@@ -261,6 +351,12 @@ func (p *Prepared) Summary() string {
 	}
 	if len(p.Caches) > 0 {
 		parts = append(parts, fmt.Sprintf("%d cache dir(s)", len(p.Caches)))
+	}
+	if p.User != nil {
+		parts = append(parts, fmt.Sprintf("user %s (%d:%d)", p.User.Name, p.User.UID, p.User.GID))
+	}
+	for _, s := range p.Services {
+		parts = append(parts, fmt.Sprintf("%s on port %d", s.Name, s.Port))
 	}
 	if n := len(p.SSH.Generated); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d sshd host key(s) generated", n))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	goruntime "runtime"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -16,13 +17,21 @@ import (
 // closed log pipe would kill the command; instead the write blocks SIGPIPE
 // on its thread, and takes back the one the kernel queued there. (It also
 // bypasses os.File, whose write to fd 1 or 2 re-raises SIGPIPE on EPIPE.) A
-// message to a closed stderr is lost; the command runs on. Call it only
-// from the goroutine that starts the command, or once the command runs.
+// message to a closed stderr is lost; the command runs on. Writes are
+// serialized with each other and with the forks of the command and the
+// services, so that neither inherits the SIGTTOU ignore.
 func LogWriter(fd int) io.Writer { return logWriter(fd) }
 
 type logWriter int
 
+// sigactionMu serializes the writes' SIGTTOU juggling with each other (two
+// interleaved saves and restores would leave SIGTTOU ignored) and with the
+// forks of the command and the services (which would inherit the ignore).
+var sigactionMu sync.Mutex
+
 func (w logWriter) Write(b []byte) (int, error) {
+	sigactionMu.Lock()
+	defer sigactionMu.Unlock()
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	var pipe, old unix.Sigset_t

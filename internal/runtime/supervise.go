@@ -195,6 +195,12 @@ func (p *Process) Run(ctx context.Context, argv, env []string, o WaitOptions) (i
 // (in the terminal's foreground when the init has one). When it cannot be
 // started, the returned code is 127 (not found) or 126 (not executable).
 func (p *Process) Start(ctx context.Context, argv, env []string) (pid, code int, err error) {
+	return p.StartAs(ctx, argv, env, nil)
+}
+
+// StartAs is Start with the command run as id (setgroups, setgid, setuid
+// between fork and exec); nil runs it as the init runs.
+func (p *Process) StartAs(ctx context.Context, argv, env []string, id *Identity) (pid, code int, err error) {
 	if len(argv) == 0 {
 		return 0, 127, errors.New("no command to run")
 	}
@@ -205,17 +211,19 @@ func (p *Process) Start(ctx context.Context, argv, env []string) (pid, code int,
 	if err != nil {
 		return 0, 127, err
 	}
-	attr := &syscall.SysProcAttr{Setpgid: true}
+	attr := &syscall.SysProcAttr{Setpgid: true, Credential: id.credential()}
 	if foregroundTerminal(0) {
 		// Own process group in the foreground of the terminal, like tini: a
 		// ^C from the terminal then reaches the command once, not twice.
-		attr = &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: 0}
+		attr.Foreground, attr.Ctty = true, 0
 	}
+	sigactionMu.Lock()
 	pid, err = syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   attr,
 	})
+	sigactionMu.Unlock()
 	if err != nil {
 		code := 126
 		if errors.Is(err, syscall.ENOENT) {
@@ -231,58 +239,120 @@ func (p *Process) Start(ctx context.Context, argv, env []string) (pid, code int,
 // every child that exits (the command's orphans included) and returns the
 // command's exit code: its own status, or 128+n when signal n killed it.
 func (p *Process) Wait(ctx context.Context, pid int, o WaitOptions) int {
+	return p.Supervise(ctx, pid, nil, o)
+}
+
+// Supervise is Wait with services beside the command: pid is the command
+// (0 when the container runs the services alone) and svcs the services
+// StartServices started (nil for none). A service that dies is restarted
+// with backoff (1 s doubling to 30 s). When the command exits, or a SIGTERM
+// or SIGINT arrives with no command running, the services are stopped one
+// at a time in reverse start order (SIGTERM, then the next once it has
+// exited); whatever still runs when the grace period (DefaultServiceStop
+// without one) is over is killed. It returns the command's exit code; with
+// no command, 0 when every service stopped in time, 137 when one had to be
+// killed.
+func (p *Process) Supervise(ctx context.Context, pid int, svcs *Services, o WaitOptions) int {
 	log := logs.From(ctx)
 	target := pid
 	if o.ProcessGroup {
 		target = -pid
 	}
+	cmdDone := pid == 0
+	code := 0
+	stopping, killed := false, false
 	var killTimer <-chan time.Time
+	beginStop := func() {
+		if stopping {
+			return
+		}
+		stopping = true
+		if killTimer == nil {
+			d := o.GracePeriod
+			if d <= 0 {
+				d = DefaultServiceStop
+			}
+			killTimer = time.After(d)
+		}
+	}
+	if svcs != nil && svcs.stop {
+		beginStop()
+	}
 	for {
-		if code, done := reap(ctx, pid, o.WarnReap); done {
+		for {
+			var ws syscall.WaitStatus
+			got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil || got <= 0 {
+				break
+			}
+			if got == pid && !cmdDone {
+				switch {
+				case ws.Exited():
+					code, cmdDone = ws.ExitStatus(), true
+				case ws.Signaled():
+					code, cmdDone = 128+int(ws.Signal()), true
+				}
+				continue
+			}
+			if r := svcs.byPID(got); r != nil {
+				svcs.exited(ctx, r, ws, stopping)
+				continue
+			}
+			if o.WarnReap {
+				log.Warn(fmt.Sprintf("reaped zombie process pid=%d", got))
+			}
+		}
+		if pid != 0 && cmdDone {
+			beginStop()
+		}
+		if stopping && svcs.stopNext(ctx) {
+			if pid == 0 && killed {
+				return 128 + int(syscall.SIGKILL)
+			}
 			return code
+		}
+		if pid == 0 && (svcs == nil || len(svcs.list) == 0) {
+			return 0
+		}
+		var restart <-chan time.Time
+		if t := svcs.nextRestart(); !stopping && !t.IsZero() {
+			restart = time.After(time.Until(t))
 		}
 		select {
 		case s := <-p.forward:
 			sig := s.(syscall.Signal)
-			log.Debug("forwarding signal", "signal", SignalName(sig), "to", target)
-			if err := syscall.Kill(target, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-				log.Warn(fmt.Sprintf("forwarding %s to %d failed: %v", SignalName(sig), target, err))
-			}
-			if o.GracePeriod > 0 && terminating(sig) && killTimer == nil {
-				killTimer = time.After(o.GracePeriod)
+			switch {
+			case !cmdDone:
+				log.Debug("forwarding signal", "signal", SignalName(sig), "to", target)
+				if err := syscall.Kill(target, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+					log.Warn(fmt.Sprintf("forwarding %s to %d failed: %v", SignalName(sig), target, err))
+				}
+				if o.GracePeriod > 0 && terminating(sig) && killTimer == nil {
+					killTimer = time.After(o.GracePeriod)
+				}
+			case terminating(sig):
+				log.Debug("stopping the services", "signal", SignalName(sig))
+				beginStop()
+			default:
+				svcs.signalAll(sig)
 			}
 		case <-killTimer:
-			log.Warn(fmt.Sprintf("the command did not exit within the %v grace period after a stop signal; killing its process group (raise or unset runtime.grace_period / --grace-period if it needs longer to shut down)", o.GracePeriod))
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		case <-p.chld:
-		}
-	}
-}
-
-// reap collects every exited child without blocking; it reports the exit
-// code of pid once pid has exited.
-func reap(ctx context.Context, pid int, warn bool) (code int, done bool) {
-	for {
-		var ws syscall.WaitStatus
-		got, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil || got <= 0 {
-			return code, done
-		}
-		if got != pid {
-			if warn {
-				logs.From(ctx).Warn(fmt.Sprintf("reaped zombie process pid=%d", got))
+			killTimer = nil
+			if !cmdDone {
+				log.Warn(fmt.Sprintf("the command did not exit within the %v grace period after a stop signal; killing its process group (raise or unset runtime.grace_period / --grace-period if it needs longer to shut down)", o.GracePeriod))
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
-			continue
-		}
-		switch {
-		case ws.Exited():
-			code, done = ws.ExitStatus(), true
-		case ws.Signaled():
-			code, done = 128+int(ws.Signal()), true
+			if n := svcs.killAll(); n > 0 {
+				killed = true
+				log.Warn(fmt.Sprintf("%d service(s) did not stop in time; killed them", n))
+			}
+		case <-restart:
+			svcs.restartDue(ctx)
+		case <-p.chld:
 		}
 	}
 }

@@ -132,6 +132,11 @@ func (l *loader) collect(body hcl.Body, b *block, prefix string, extra []attr, i
 				l.errorf(blk.DefRange, fmt.Sprintf("Duplicate %s block", sub.name), "Only one %s block is allowed here; the first is at %s.", sub.name, blks[0].DefRange)
 				continue
 			}
+			if sub.present != nil {
+				// The block's presence, for an empty one: a key no attribute
+				// path can have, holding a stand-in at the block's position.
+				into[presenceKey(prefix, sub)] = append(into[presenceKey(prefix, sub)], &hcl.Attribute{Name: sub.name, Range: blk.DefRange, NameRange: blk.DefRange})
+			}
 			l.collect(blk.Body, sub, prefix+sub.name+".", nil, into)
 		}
 	}
@@ -219,6 +224,7 @@ func (l *loader) decodeImage(ctx *hcl.EvalContext, blk *hcl.Block, attrs, own co
 		l.checkPlatforms(&img, ranges)
 		l.checkBusBandwidth(&img, ranges)
 		l.checkBaseCUDA(&img, ranges)
+		l.checkRuntimeServices(&img, ranges)
 		if hasErrors(l.diags[before:]) {
 			continue
 		}
@@ -291,7 +297,43 @@ func (l *loader) apply(ctx *hcl.EvalContext, b *block, prefix string, attrs coll
 		}
 	}
 	for _, sub := range b.blocks {
+		if as := attrs[presenceKey(prefix, sub)]; sub.present != nil && len(as) > 0 {
+			sub.present(img)
+			ranges[prefix+sub.name] = as[len(as)-1].Range
+		}
 		l.apply(ctx, sub, prefix+sub.name+".", attrs, img, ranges, nulls)
+	}
+}
+
+// presenceKey is where collect records that an optional block is there.
+func presenceKey(prefix string, b *block) string { return prefix + b.name + "{}" }
+
+// checkRuntimeServices checks the runtime block's user, ssh and jupyter:
+// a user needs a name and a uid (its gid defaults to the uid), and sshd
+// and Jupyter need a user (root logins are off; Jupyter refuses root).
+func (l *loader) checkRuntimeServices(img *Image, ranges map[string]hcl.Range) {
+	rt := &img.Runtime
+	if u := rt.User; u != nil {
+		for _, a := range []string{"name", "uid"} {
+			if _, ok := ranges["runtime.user."+a]; !ok {
+				l.errorf(ranges["runtime.user"], "Missing required attribute", "The runtime block's user needs %s (image %q).", a, img.Name)
+			}
+		}
+		if _, ok := ranges["runtime.user.gid"]; !ok {
+			u.GID = u.UID
+		}
+	}
+	for _, svc := range []struct {
+		name string
+		on   bool
+		why  string
+	}{
+		{"ssh", rt.SSH != nil, "root logins are off, so sshd needs a user to admit"},
+		{"jupyter", rt.Jupyter != nil, "Jupyter runs as the user (it refuses to run as root)"},
+	} {
+		if svc.on && rt.User == nil {
+			l.errorf(ranges["runtime."+svc.name], "Service without a user", "The runtime block declares %s but no user block: %s. Add user { name = \"jovyan\"  uid = 1000 } (image %q).", svc.name, svc.why, img.Name)
+		}
 	}
 }
 

@@ -54,6 +54,9 @@ type block struct {
 	doc    string
 	attrs  []attr
 	blocks []*block
+	// present, when set, is called for an image whose body has the block,
+	// even an empty one (an optional block that turns a feature on).
+	present func(img *Image)
 }
 
 // imageOnly are the attributes an image block has and a defaults block
@@ -199,7 +202,118 @@ var runtimeBlock = &block{
 			doc:     "Suppresses the init's one-line summary on the happy path.",
 			field:   "Runtime.Quiet", set: func(i *Image, v any) { i.Runtime.Quiet = v.(bool) }},
 	},
-	blocks: []*block{storageBlock, cachesBlock},
+	blocks: []*block{storageBlock, cachesBlock, userBlock, sshBlock, jupyterBlock},
+}
+
+// rtUser, rtSSH and rtJupyter return the optional runtime blocks, made on
+// first use.
+func rtUser(i *Image) *initconfig.User {
+	if i.Runtime.User == nil {
+		i.Runtime.User = &initconfig.User{}
+	}
+	return i.Runtime.User
+}
+
+func rtSSH(i *Image) *initconfig.SSH {
+	if i.Runtime.SSH == nil {
+		i.Runtime.SSH = &initconfig.SSH{}
+	}
+	return i.Runtime.SSH
+}
+
+func rtJupyter(i *Image) *initconfig.Jupyter {
+	if i.Runtime.Jupyter == nil {
+		i.Runtime.Jupyter = &initconfig.Jupyter{}
+	}
+	return i.Runtime.Jupyter
+}
+
+var userBlock = &block{
+	name:    "user",
+	doc:     "The user the command and Jupyter run as. The init does root's work first (sysctls, /dev/shm, sshd host keys, the home, TMPDIR and cache folders given to the user), then switches (setgroups, setgid, setuid; HOME, USER, LOGNAME). The build adds the user and group to the image when the base lacks them. A container started as a non-root user skips root's steps with one warning (docs/init.md, \"A non-root user\").",
+	present: func(i *Image) { rtUser(i) },
+	attrs: []attr{
+		{name: "name", kind: kString, check: checkUserName, def: "required",
+			example: `"jovyan"`,
+			doc:     "The login name: USER, LOGNAME, the only user sshd admits.",
+			field:   "Runtime.User.Name", set: func(i *Image, v any) { rtUser(i).Name = v.(string) }},
+		{name: "uid", kind: kInt, min: 1, max: 1<<31 - 2, def: "required",
+			example: `1000`,
+			doc:     "The numeric user id.",
+			field:   "Runtime.User.UID", set: func(i *Image, v any) { rtUser(i).UID = int(v.(int64)) }},
+		{name: "gid", kind: kInt, min: 0, max: 1<<31 - 2, def: "the uid",
+			example: `1000`,
+			doc:     "The numeric primary group id.",
+			field:   "Runtime.User.GID", set: func(i *Image, v any) { rtUser(i).GID = int(v.(int64)) }},
+		{name: "home", kind: kString, check: checkAbsPath, def: `"/home/<name>"`,
+			example: `"/home/jovyan"`,
+			doc:     "HOME; created (and given to the user) at start when missing or root's, e.g. an empty volume.",
+			field:   "Runtime.User.Home", set: func(i *Image, v any) { rtUser(i).Home = v.(string) }},
+	},
+}
+
+var sshBlock = &block{
+	name:    "ssh",
+	doc:     "sshd (openssh-server in `apt`), run and supervised by the init, keys only: password, keyboard-interactive and root logins are off whatever the image's sshd_config says. Needs a user block. `ssh {}` turns it on with the defaults.",
+	present: func(i *Image) { rtSSH(i) },
+	attrs: []attr{
+		{name: "port", kind: kInt, min: 1, max: 65535, def: "22",
+			example: `22`,
+			doc:     "The port sshd listens on.",
+			field:   "Runtime.SSH.Port", set: func(i *Image, v any) { rtSSH(i).Port = int(v.(int64)) }},
+		{name: "authorized_keys_file", kind: kString, check: checkAbsPath, def: "none",
+			example: `"/etc/imagectl/ssh/authorized_keys"`,
+			doc:     "A file of public keys for the user, mounted at run time (a Kubernetes secret); never part of the image.",
+			field:   "Runtime.SSH.AuthorizedKeysFile", set: func(i *Image, v any) { rtSSH(i).AuthorizedKeysFile = v.(string) }},
+		{name: "authorized_keys_env", kind: kString, check: checkEnvName, def: "none",
+			example: `"SSH_AUTHORIZED_KEYS"`,
+			doc:     "An environment variable with public keys, one a line; used with the file's.",
+			field:   "Runtime.SSH.AuthorizedKeysEnv", set: func(i *Image, v any) { rtSSH(i).AuthorizedKeysEnv = v.(string) }},
+	},
+}
+
+var jupyterBlock = &block{
+	name:    "jupyter",
+	doc:     "A Jupyter server run and supervised by the init as the user, bound to 0.0.0.0 under the base URL a platform's proxy routes (Kubeflow's NB_PREFIX). It needs a token or a hashed password at start, from the environment or a mounted file, and is refused without one; neither is ever on its command line nor in the image. Needs a user block. `jupyter {}` turns it on with the defaults.",
+	present: func(i *Image) { rtJupyter(i) },
+	attrs: []attr{
+		{name: "command", kind: kStrings, check: checkNonEmpty, def: `["jupyter", "lab"]`,
+			example: `["jupyter", "notebook"]`,
+			doc:     "The server's command; the init adds nothing to it (its settings go in a config file on JUPYTER_CONFIG_PATH).",
+			field:   "Runtime.Jupyter.Command", set: func(i *Image, v any) { rtJupyter(i).Command = v.([]string) }},
+		{name: "port", kind: kInt, min: 1, max: 65535, def: "8888",
+			example: `8888`,
+			doc:     "The port when the port_env variable is unset.",
+			field:   "Runtime.Jupyter.Port", set: func(i *Image, v any) { rtJupyter(i).Port = int(v.(int64)) }},
+		{name: "port_env", kind: kString, check: checkEnvName, def: `"NB_PORT"`,
+			example: `"NB_PORT"`,
+			doc:     "The variable a platform sets the port in.",
+			field:   "Runtime.Jupyter.PortEnv", set: func(i *Image, v any) { rtJupyter(i).PortEnv = v.(string) }},
+		{name: "base_url_env", kind: kString, check: checkEnvName, def: `"NB_PREFIX"`,
+			example: `"NB_PREFIX"`,
+			doc:     "The variable holding the URL prefix the server answers under (\"/\" when unset).",
+			field:   "Runtime.Jupyter.BaseURLEnv", set: func(i *Image, v any) { rtJupyter(i).BaseURLEnv = v.(string) }},
+		{name: "token_env", kind: kString, check: checkEnvName, def: `"JUPYTER_TOKEN"`,
+			example: `"JUPYTER_TOKEN"`,
+			doc:     "The variable holding the access token.",
+			field:   "Runtime.Jupyter.TokenEnv", set: func(i *Image, v any) { rtJupyter(i).TokenEnv = v.(string) }},
+		{name: "token_file", kind: kString, check: checkAbsPath, def: "none",
+			example: `"/etc/imagectl/jupyter/token"`,
+			doc:     "A mounted file holding the token, read when the variable is unset.",
+			field:   "Runtime.Jupyter.TokenFile", set: func(i *Image, v any) { rtJupyter(i).TokenFile = v.(string) }},
+		{name: "password_env", kind: kString, check: checkEnvName, def: "none",
+			example: `"JUPYTER_PASSWORD_HASH"`,
+			doc:     "The variable holding a hashed password (the output of jupyter's passwd()).",
+			field:   "Runtime.Jupyter.PasswordEnv", set: func(i *Image, v any) { rtJupyter(i).PasswordEnv = v.(string) }},
+		{name: "password_file", kind: kString, check: checkAbsPath, def: "none",
+			example: `"/etc/imagectl/jupyter/password"`,
+			doc:     "A mounted file holding the hashed password, read when the variable is unset.",
+			field:   "Runtime.Jupyter.PasswordFile", set: func(i *Image, v any) { rtJupyter(i).PasswordFile = v.(string) }},
+		{name: "allow_origin", kind: kString, check: checkNonEmpty, def: `"*"`,
+			example: `"*"`,
+			doc:     "The server's allow_origin: the Access-Control-Allow-Origin header Kubeflow's iframes need.",
+			field:   "Runtime.Jupyter.AllowOrigin", set: func(i *Image, v any) { rtJupyter(i).AllowOrigin = v.(string) }},
+	},
 }
 
 var storageBlock = &block{

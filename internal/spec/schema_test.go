@@ -151,9 +151,23 @@ variable "wheel_index" { default = "http://wheels.example/simple/" }
 		"nccl":          {"cuda": `"11.8"`, "torch": `"2.6.0"`, "driver_floor": `"525.60.13"`},
 		"cudnn":         {"cuda": `"11.8"`, "torch": `"2.6.0"`, "driver_floor": `"525.60.13"`},
 	}
+	user := map[string]string{"runtime.user.name": `"jovyan"`, "runtime.user.uid": `1000`}
+	for p := range allAttrs() {
+		if strings.HasPrefix(p, "runtime.user.") || strings.HasPrefix(p, "runtime.ssh.") || strings.HasPrefix(p, "runtime.jupyter.") {
+			companions[p] = map[string]string{}
+			for k, v := range user {
+				if k != p {
+					companions[p][k] = v
+				}
+			}
+		}
+	}
+	// requiredInBlock are attributes an optional block cannot go without:
+	// "without" them there is nothing to load.
+	requiredInBlock := map[string]bool{"runtime.user.name": true, "runtime.user.uid": true}
 	// instead are values used in place of the example where the example
 	// equals what the companions already decide.
-	instead := map[string]string{"torch_variant": `"cu126"`}
+	instead := map[string]string{"torch_variant": `"cu126"`, "runtime.user.gid": `1001`}
 	render := func(vals map[string]string) string {
 		// group dotted paths into blocks
 		var b strings.Builder
@@ -166,6 +180,9 @@ variable "wheel_index" { default = "http://wheels.example/simple/" }
 				}
 			}
 			for _, s := range bl.blocks {
+				if s.present != nil && !hasPrefixKey(vals, prefix+s.name+".") {
+					continue // an optional block turns a feature on
+				}
 				fmt.Fprintf(&b, "%s {\n", s.name)
 				write(prefix+s.name+".", s)
 				b.WriteString("}\n")
@@ -206,6 +223,12 @@ variable "wheel_index" { default = "http://wheels.example/simple/" }
 			with[path] = a.example
 			if v, ok := instead[path]; ok {
 				with[path] = v
+			}
+			if requiredInBlock[path] {
+				if v := fieldValue(load(t, with), a.field); reflect.ValueOf(v).IsZero() {
+					t.Errorf("example %s = %s left %s zero", path, a.example, a.field)
+				}
+				return
 			}
 			before := fieldValue(load(t, without), a.field)
 			after := fieldValue(load(t, with), a.field)
@@ -251,4 +274,14 @@ func ParseDurationMust(s string) any {
 		panic(err)
 	}
 	return d
+}
+
+// hasPrefixKey reports whether a key of m starts with prefix.
+func hasPrefixKey(m map[string]string, prefix string) bool {
+	for k := range m {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }

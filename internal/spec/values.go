@@ -218,3 +218,24 @@ func quoteAll(ss []string) []string {
 	}
 	return out
 }
+
+var (
+	userNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+	envNameRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// checkUserName accepts a portable login name (useradd's default rule).
+func checkUserName(s string) error {
+	if !userNameRE.MatchString(s) {
+		return fmt.Errorf("%q is not a login name: lowercase letters, digits, _ and -, starting with a letter or _, at most 32", s)
+	}
+	return nil
+}
+
+// checkEnvName accepts an environment variable name.
+func checkEnvName(s string) error {
+	if !envNameRE.MatchString(s) {
+		return fmt.Errorf("%q is not an environment variable name", s)
+	}
+	return nil
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"imagectl/internal/testenv"
 )
 
 // needProgram skips without path, or fails under IMAGECTL_E2E=1, where CI
@@ -29,17 +30,6 @@ func needProgram(t *testing.T, path, pkg string) {
 		t.Fatalf("%s is missing (Debian's %s; hack/deps.sh installs it): IMAGECTL_E2E=1 runs this test for real", path, pkg)
 	}
 	t.Skipf("needs %s (Debian's %s, installed by hack/deps.sh)", path, pkg)
-}
-
-// freePort returns a loopback TCP port nobody listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // accountFiles writes copies of the machine's passwd, shadow and group with
@@ -121,7 +111,7 @@ func TestServicesAlone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("openssl passwd: %v", err)
 	}
-	sshPort, nbPort := freePort(t), freePort(t)
+	sshPort, nbPort := testenv.FreePort(t), testenv.FreePort(t)
 	const token, prefix = "test-token-4f2a9c", "/hub/jovyan/"
 	cfg := map[string]any{
 		"grace_period": "20s",
@@ -267,7 +257,7 @@ func TestJupyterServerAlone(t *testing.T) {
 	}
 	home := filepath.Join(dir, "home", "jovyan")
 	const token, prefix = "server-token-77c1", "/user/jovyan/"
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	cfg := map[string]any{
 		"grace_period": "20s",
 		"user":         map[string]any{"name": "jovyan", "uid": 1000, "gid": 1000, "home": home},

@@ -3,7 +3,6 @@ package build
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"imagectl/internal/initconfig"
+	"imagectl/internal/testenv"
 )
 
 // TestE2EAccessServices builds, with imagectl and the real buildkitd, an
@@ -126,7 +126,7 @@ func TestE2EAccessServices(t *testing.T) {
 	}
 
 	// The services alone, published on loopback.
-	nbPort, sshPort := freeTCPPort(t), freeTCPPort(t)
+	nbPort, sshPort := testenv.FreePort(t), testenv.FreePort(t)
 	name := uniq("imagectl-access")
 	args = append(append([]string{"run", "-d", "--name", name, "-p", fmt.Sprintf("127.0.0.1:%d:8888", nbPort), "-p", fmt.Sprintf("127.0.0.1:%d:2222", sshPort)}, limits...), env...)
 	if out, err := podman(append(args, "oci:"+dir)...).CombinedOutput(); err != nil {
@@ -203,17 +203,6 @@ func TestE2EAccessServices(t *testing.T) {
 			t.Errorf("the container log lacks %q:\n%s", want, l2)
 		}
 	}
-}
-
-// freeTCPPort is a loopback TCP port nobody listens on now.
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // TestE2EDemoAsUID1000 runs the demo image (no runtime user) under podman

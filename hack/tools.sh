@@ -9,6 +9,12 @@
 #   hack/tools.sh gpu    the GPU host's tools pinned in tools/gpu/go.mod
 #                        (NVIDIA's nvidia-ctk and nvidia-cdi-hook), which only
 #                        the GPU machine runs (hack/gpu/)
+#   hack/tools.sh stargz bin/containerd-stargz-grpc from tools/stargz:
+#                        stargz-snapshotter's lazy-pull snapshotter (its
+#                        main, over the library module the proxy serves;
+#                        upstream's cmd module is not served), static, for
+#                        hack/containerd.sh here and the GPU host; part of
+#                        the default set too
 #   hack/tools.sh k8s    bin/kube from tools/k8s (hack/k8s.sh, `make up K8S=1`):
 #                        etcd, the control plane and the kubelet in one static
 #                        binary, stale when the kubernetes or etcd version
@@ -51,6 +57,7 @@ declare -A pkgs=(
   [kyverno]=github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
   [kube]=imagectl/tools/k8s/kube
   [promtool]=github.com/prometheus/prometheus/cmd/promtool
+  [containerd-stargz-grpc]=imagectl/tools/stargz/containerd-stargz-grpc
 )
 # Tools whose go.mod has replace lines of its own get a module of their own
 # (copied replace lines; their dependencies never move the daemons'):
@@ -61,6 +68,7 @@ declare -A moddirs=(
   [kyverno]=tools/kyverno
   [kube]=tools/k8s
   [promtool]=tools/promtool
+  [containerd-stargz-grpc]=tools/stargz
 )
 # Each group is one go build: its tools share most of their dependencies.
 # containerd and its shim are static (CGO off) and stripped, like the
@@ -68,10 +76,11 @@ declare -A moddirs=(
 demo="buildkitd buildctl registry crane"
 case "${1:-}" in
   demo) moddir=tools groups=("$demo") ;;
-  "") moddir=tools groups=("$demo cosign" "containerd containerd-shim-runc-v2 ctr" "policy-tester" "kyverno" "promtool") ;;
+  "") moddir=tools groups=("$demo cosign" "containerd containerd-shim-runc-v2 ctr" "policy-tester" "kyverno" "promtool" "containerd-stargz-grpc") ;;
+  stargz) moddir=tools/stargz groups=("containerd-stargz-grpc") ;;
   gpu) moddir=tools/gpu groups=("nvidia-ctk nvidia-cdi-hook") ;;
   k8s) moddir=tools/k8s groups=("kube") ;; # hack/k8s.sh's cluster
-  *) echo "usage: hack/tools.sh [demo|gpu|k8s]" >&2; exit 2 ;;
+  *) echo "usage: hack/tools.sh [demo|gpu|k8s|stargz]" >&2; exit 2 ;;
 esac
 jobs=${IMAGECTL_TOOLS_JOBS:-2}
 
@@ -86,6 +95,7 @@ cold() {
     kyverno) echo "~7.5 min" ;;
     promtool) echo "~5 min" ;;
     kube) echo "~9 min" ;;
+    containerd-stargz-grpc) echo "~3 min" ;;
     *) echo "a few minutes" ;;
   esac
 }
@@ -93,14 +103,22 @@ cold() {
 # want TOOL: the version tools' go.mod pins for the module of TOOL's package.
 # kube, a main package of tools/k8s itself: the kubernetes and etcd versions.
 k8smods="k8s.io/kubernetes go.etcd.io/etcd/server/v3"
+# containerd-stargz-grpc, a main package of tools/stargz: the
+# stargz-snapshotter library's version.
+stargzmod=github.com/containerd/stargz-snapshotter
 want() {
   if [ "$1" = kube ]; then (cd tools/k8s && go list -m -f '{{.Version}}' $k8smods | xargs); return; fi
+  if [ "$1" = containerd-stargz-grpc ]; then (cd tools/stargz && go list -m -f '{{.Version}}' $stargzmod); return; fi
   (cd "${moddirs[$1]:-$moddir}" && go list -f '{{.Module.Version}}' "${pkgs[$1]}")
 }
 # have TOOL: the version of its module recorded in bin/TOOL, or nothing.
 have() {
   if [ "$1" = kube ]; then
     go version -m "$root/bin/kube" 2>/dev/null | awk -v m="$k8smods" 'BEGIN { n = split(m, a, " ") } $1 == "dep" { v[$2] = $3 } END { for (i = 1; i <= n; i++) printf "%s%s", v[a[i]], (i < n ? " " : "\n") }'
+    return
+  fi
+  if [ "$1" = containerd-stargz-grpc ]; then
+    go version -m "$root/bin/$1" 2>/dev/null | awk -v m=$stargzmod '$1 == "dep" && $2 == m { print $3; exit }'
     return
   fi
   go version -m "$root/bin/$1" 2>/dev/null | awk '$1 == "mod" { print $3; exit }'
@@ -139,6 +157,10 @@ build() {
       tags=
       [ "$t" = promtool ] && tags=remove_all_sd
       (cd "${moddirs[$t]}" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$root/bin/$t" "${args[@]}") || rc=$?
+      ;;
+    containerd-stargz-grpc)
+      # Static and stripped, like containerd: the same file runs on the GPU host.
+      (cd "${moddirs[$1]}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$root/bin/" "${args[@]}") || rc=$?
       ;;
     kube)
       # One static multi-call binary (tools/k8s/kube); without -X the

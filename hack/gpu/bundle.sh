@@ -16,12 +16,13 @@ export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 export CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations"
 hack/tools.sh >&2
 hack/tools.sh gpu >&2
+hack/tools.sh stargz >&2
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 go build -trimpath -ldflags '-s -w' -o "$stage/imagectl" ./cmd/imagectl
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$stage/imagectl-init" ./cmd/imagectl-init
 CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$stage/gputool" ./hack/gpu/gputool
-for t in buildkitd containerd containerd-shim-runc-v2 nvidia-ctk nvidia-cdi-hook; do
+for t in buildkitd containerd containerd-shim-runc-v2 containerd-stargz-grpc nvidia-ctk nvidia-cdi-hook; do
   strip -o "$stage/$t" "bin/$t"
 done
 cp "$(command -v runc)" "$stage/runc"

@@ -10,6 +10,8 @@
 #   QUICK=1 bash hack/gpu/e2e.sh setup build toolkit  # the base's CUDA toolkit check: pass, and exit 4 against another toolkit
 #   QUICK=1 bash hack/gpu/e2e.sh setup build verify   # the short validation pass
 #   MINIMAL=1 QUICK=1 ...: also no warm verify, in-place baseline or bare all-reduce
+#   bash hack/gpu/e2e.sh coldstart        # issue 33: cold start to the first CUDA step, gzip / zstd / eStargz
+#                                         # (lazy, stargz-snapshotter) without and with recorded priorities
 #   bash hack/gpu/e2e.sh cudatwice        # CUDA shipped twice: sizes on -base and -runtime flavours (issue 25)
 #
 # Carried in .gpu/ (hack/gpu/bundle.sh): imagectl, imagectl-init, gputool,
@@ -160,9 +162,138 @@ phase_build() {
     tail -n 5 "$W/build-gzip.stderr"; ref_of "$W/build-gzip.json" > "$W/build-gzip.ref"; cat "$W/build-gzip.ref"
     gputool diff "$(cat "$W/build-gzip.ref")" "$(cat "$W/build-gzip.ref")" | tee "$W/size-gzip.json"
   fi
+  if [ -n "${ESTARGZ:-}" ]; then
+    step "the same build, eStargz layers (BuildKit's estargz export; lazy pull benchmark)"
+    timed build-estargz imagectl build --lock "$LOCK" --push --compression estargz --progress plain -o json \
+      --repo $REG/gpu/staging-estargz/$NAME > "$W/build-estargz.json" 2> "$W/build-estargz.stderr"; rc=$?; want "estargz build exit" $rc 0
+    tail -n 5 "$W/build-estargz.stderr"; ref_of "$W/build-estargz.json" > "$W/build-estargz.ref"; cat "$W/build-estargz.ref"
+  fi
   df -h /tmp | tail -n1
   cp $G/times.tsv "$W/"
   save build
+}
+
+# blob_bytes: the blob bytes the registry served since it started.
+blob_bytes() { "$PY" -c 'import json,urllib.request; print(json.load(urllib.request.urlopen("http://127.0.0.1:5000/_imagectl/bytes"))["blob_bytes"])'; }
+
+# cold_verify VARIANT REF SNAPSHOTTER [verify flags]: a containerd (and
+# for stargz a stargz-snapshotter) of its own, cold, then imagectl verify
+# --startup through it; the registry's blob bytes at the end of the first
+# step and of the whole verify go to $W/bytes-VARIANT.tsv. Both daemons
+# and their state are removed after.
+cold_verify() {
+  local v=$1 ref=$2 snap=$3 C2=$G/cs-$1 b0 rc spid= cpid
+  shift 3
+  rm -rf "$C2"; mkdir -p "$C2"
+  cat > $C2/config.toml <<TOML
+version = 3
+root = "$C2/root"
+state = "$C2/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.podsandbox.controller.v1.podsandbox", "io.containerd.nri.v1.nri"]
+[grpc]
+  address = "$C2/c.sock"
+[ttrpc]
+  address = ""
+TOML
+  if [ "$snap" = stargz ]; then
+    printf 'no_background_fetch = true\n' > $C2/stargz.toml
+    setsid containerd-stargz-grpc --address $C2/stargz.sock --root $C2/stargz --config $C2/stargz.toml --log-level info > $C2/stargz.log 2>&1 < /dev/null &
+    spid=$!
+    for i in $(seq 1 100); do [ -S $C2/stargz.sock ] && break; sleep 0.1; done
+    printf '[proxy_plugins.stargz]\n  type = "snapshot"\n  address = "%s"\n' "$C2/stargz.sock" >> $C2/config.toml
+  fi
+  PATH=$B:$PATH setsid containerd --config $C2/config.toml > $C2/log 2>&1 < /dev/null &
+  cpid=$!
+  for i in $(seq 1 100); do [ -S $C2/c.sock ] && break; sleep 0.1; done
+  sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
+  b0=$(blob_bytes)
+  local first=$W/bytes-first-$v
+  rm -f "$first"
+  timed "cold-$v" imagectl verify "$ref" --lock "$LOCK" --runtime containerd --containerd-address $C2/c.sock --containerd-namespace cold \
+    --snapshotter "$snap" --storage $G/storage --startup -o json "$@" > "$W/verify-$v.json" \
+    2> >(while IFS= read -r l; do
+           printf '%s\n' "$l"
+           case $l in *"probe done"*firststep*) [ -f "$first" ] || blob_bytes > "$first" ;; esac
+         done > "$W/verify-$v.stderr")
+  rc=$?
+  sleep 0.5
+  local b1 bf
+  b1=$(blob_bytes); bf=$(cat "$first" 2>/dev/null || echo "$b1")
+  printf '%s\t%s\t%s\t%d\t%d\n' "$v" "$snap" "$rc" $((bf - b0)) $((b1 - b0)) > "$W/bytes-$v.tsv"
+  grep -E 'runtime|pulled|files of the first step|verification' "$W/verify-$v.stderr" | cut -c1-300
+  show_result "$W/verify-$v.json"
+  kill $cpid 2>/dev/null; sleep 1
+  [ -n "$spid" ] && { kill -INT $spid 2>/dev/null; sleep 2; }
+  grep -E 'level=(error|fatal)' $C2/stargz.log 2>/dev/null | tail -n 5
+  # FUSE mounts the snapshotter left behind would keep the state busy.
+  grep " $C2/" /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
+  rm -rf "$C2"
+  return $rc
+}
+
+# phase_coldstart (issue 33): from a cold containerd to the end of the
+# first CUDA matmul in the torch image, gzip and zstd layers pulled whole,
+# eStargz layers pulled lazily by stargz-snapshotter, without and then with
+# the files the lazy run's first step took put first (imagectl build
+# --prioritized-files from verify --startup-files); every variant through
+# the whole verify, which must pass.
+phase_coldstart() {
+  W=$G/run/coldstart; mkdir -p "$W"
+  LOCK=$G/images/$NAME/lock.json
+  mkdir -p $G/storage && touch $G/storage/.ready
+  start_build_services
+  hack/down.sh >/dev/null 2>&1 # verify's containerd: its cache would make the pulls warm
+  rm -rf .cache/containerd/root
+  printf 'variant\tsnapshotter\tverify_rc\tbytes_first_step\tbytes_verify\n' > "$W/bytes.tsv"
+  local v ref
+  for v in ${COLD_VARIANTS:-gzip zstd estargz}; do
+    ref=$(cat $G/run/build/build-$v.ref 2>/dev/null) || { want "$v image built" missing present; continue; }
+    snap=overlayfs
+    step "cold start: $v layers ($ref)"
+    case $v in
+      estargz)
+        cold_verify estargz-full "$ref" overlayfs; want "estargz full pull verify exit" $? 0
+        cat "$W/bytes-estargz-full.tsv" >> "$W/bytes.tsv"
+        step "cold start: $v layers, lazily (stargz-snapshotter), recording the first step's files"
+        cold_verify estargz-lazy "$ref" stargz --startup-files "$W/startup-files.txt"; want "estargz lazy verify exit" $? 0
+        cat "$W/bytes-estargz-lazy.tsv" >> "$W/bytes.tsv"
+        check_status "$W/verify-estargz-lazy.json" startup.first_step pass
+        wc -l "$W/startup-files.txt"
+        step "rebuild eStargz with the recorded files first"
+        timed build-estargz-prio imagectl build --lock "$LOCK" --push --compression estargz --prioritized-files "$W/startup-files.txt" \
+          --progress plain -o json --repo $REG/gpu/staging-estargz/$NAME > "$W/build-estargz-prio.json" 2> "$W/build-estargz-prio.stderr"
+        rc=$?; want "estargz prioritized build exit" $rc 0
+        grep -E 'prioritized|error' "$W/build-estargz-prio.stderr" | cut -c1-300
+        ref_of "$W/build-estargz-prio.json" > "$W/build-estargz-prio.ref"
+        step "cold start: eStargz with priorities, lazily"
+        cold_verify estargz-prio "$(cat "$W/build-estargz-prio.ref")" stargz; want "estargz prioritized lazy verify exit" $? 0
+        cat "$W/bytes-estargz-prio.tsv" >> "$W/bytes.tsv"
+        check_status "$W/verify-estargz-prio.json" startup.first_step pass
+        ;;
+      *)
+        cold_verify "$v" "$ref" overlayfs; want "$v verify exit" $? 0
+        cat "$W/bytes-$v.tsv" >> "$W/bytes.tsv"
+        check_status "$W/verify-$v.json" startup.first_step pass
+        ;;
+    esac
+  done
+  step "cold start summary (seconds from the runtime's first call to the end of the first CUDA matmul)"
+  "$PY" - "$W" <<'PYEOF' | tee "$W/summary.tsv"
+import csv, glob, json, os, sys
+w = sys.argv[1]
+rows = {r["variant"]: r for r in csv.DictReader(open(os.path.join(w, "bytes.tsv")), delimiter="\t")}
+print("variant\tsnapshotter\tfirst_step_s\tpull_s\timport_s\tstep_s\tbytes_first_step\tbytes_verify\tverify_passed")
+for v, r in rows.items():
+    try:
+        res = json.load(open(os.path.join(w, "verify-%s.json" % v)))
+    except Exception as e:
+        print("%s\t%s\tno result: %s" % (v, r["snapshotter"], e)); continue
+    s = res.get("startup") or {}
+    print("%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s" % (v, r["snapshotter"], s.get("seconds", -1), s.get("pull_seconds", -1),
+          s.get("import_seconds", -1), s.get("step_seconds", -1), r["bytes_first_step"], r["bytes_verify"], res.get("passed")))
+PYEOF
+  cp $G/times.tsv "$W/"
+  save coldstart
 }
 
 # verify_ctr TAG LOCK [flags]: verify the zstd image through containerd.
@@ -367,6 +498,7 @@ for p in "$@"; do
     toolkit) phase_toolkit ;;
     bench) phase_bench ;;
     cudatwice) phase_cudatwice ;;
+    coldstart) phase_coldstart ;;
     *) echo "unknown phase $p"; FAILED=$((FAILED + 1)) ;;
   esac
 done

@@ -141,6 +141,11 @@ func result(ctx context.Context, l *lock.Lock, o *options, target string, resp *
 		}
 		return r, nil
 	}
+	if len(o.prioritized) > 0 {
+		if err := prioritizeResult(ctx, r, o); err != nil {
+			return nil, err
+		}
+	}
 	m, err := readManifest(ctx, r, o)
 	if err != nil {
 		return nil, err

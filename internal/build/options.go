@@ -34,6 +34,7 @@ type options struct {
 	pinged      map[string]http.RoundTripper
 	rewrite     bool
 	compression string
+	prioritized []string
 	access      *auth.Access
 	clients     map[string]Client
 }
@@ -190,6 +191,13 @@ const (
 	CompressionGzip         = "gzip"
 	CompressionZstd         = "zstd"
 	CompressionUncompressed = "uncompressed"
+	// CompressionEstargz is gzip in eStargz's seekable form (BuildKit's
+	// estargz exporter): a TOC at the end of each layer lets
+	// stargz-snapshotter mount the image before its layers are fetched
+	// and fetch a file when it is first read. Layers are OCI gzip layers
+	// any runtime pulls; the TOC's digest is the layer descriptor's
+	// containerd.io/snapshot/stargz/toc.digest annotation.
+	CompressionEstargz = "estargz"
 )
 
 // WithCompression sets the layers' compression (BuildKit's exporter
@@ -197,17 +205,18 @@ const (
 // base's too, so that the whole image has one format (without the force
 // BuildKit reuses a layer's cached blob of another compression: a gzip
 // export after a zstd one gave the zstd image, seen on the GPU machine).
-// The default, "", is BuildKit's: gzip for new layers, cached blobs as they
-// are.
+// "estargz" (CompressionEstargz) makes layers a lazy pull can mount before
+// they are fetched; WithPrioritizedFiles orders them. The default, "", is
+// BuildKit's: gzip for new layers, cached blobs as they are.
 func WithCompression(c string) Option {
 	return func(o *options) error {
 		switch c {
 		case "":
 			o.compression = ""
-		case CompressionGzip, CompressionZstd, CompressionUncompressed:
+		case CompressionGzip, CompressionZstd, CompressionUncompressed, CompressionEstargz:
 			o.compression = c
 		default:
-			return fmt.Errorf("layer compression %q: want gzip, zstd or uncompressed", c)
+			return fmt.Errorf("layer compression %q: want gzip, zstd, estargz or uncompressed", c)
 		}
 		return nil
 	}

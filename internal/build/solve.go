@@ -89,6 +89,8 @@ type Result struct {
 	// CUDADuplicates are the CUDA libraries the image (each platform's)
 	// holds twice, as a base deb and as a wheel; empty when none is.
 	CUDADuplicates []CUDADuplicate `json:"cuda_duplicates,omitempty"`
+	// Prioritized is what WithPrioritizedFiles' rewrite did (nil without).
+	Prioritized *PrioritizeReport `json:"prioritized,omitempty"`
 }
 
 // PlatformImage is one platform's image inside a built index.
@@ -128,6 +130,9 @@ func Solve(ctx context.Context, c Client, l *lock.Lock, opts ...Option) (res *Re
 	// run earlier).
 	defer closeStatus(o)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPrioritized(l, o); err != nil {
 		return nil, err
 	}
 	sopt, target, soptErr := solveOpt(l, o)

@@ -11,6 +11,9 @@ const (
 	CheckAllReduce      = "nccl.allreduce"
 	CheckAllReduceBusBW = "nccl.allreduce.busbw"
 	CheckCompileCache   = "compile.cache"
+	// CheckFirstStep is WithStartup's: from the runtime's first call (the
+	// pull) to the end of the first matmul.
+	CheckFirstStep = "startup.first_step"
 )
 
 // Category is what a check is about.
@@ -28,7 +31,7 @@ const (
 	CategoryImage Category = "image"
 )
 
-var measurements = map[string]bool{CheckAllReduce: true, CheckAllReduceBusBW: true, CheckCompileCache: true}
+var measurements = map[string]bool{CheckAllReduce: true, CheckAllReduceBusBW: true, CheckCompileCache: true, CheckFirstStep: true}
 
 // Category is the check's category, by its exact name.
 func (c Check) Category() Category {

@@ -20,6 +20,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/containerd/v2/pkg/snapshotters"
 	clog "github.com/containerd/log"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -60,7 +61,10 @@ type Containerd struct {
 	// Namespace is the containerd namespace images and containers live in.
 	// The default is $CONTAINERD_NAMESPACE (as for ctr), else "imagectl".
 	Namespace string
-	// Snapshotter unpacks the image. The default is "overlayfs".
+	// Snapshotter unpacks the image. The default is "overlayfs". Another
+	// (e.g. "stargz", stargz-snapshotter's proxy plugin) gets the layers'
+	// image and digest in the snapshot labels, as CRI passes them, so that
+	// a remote snapshotter can mount eStargz layers lazily.
 	Snapshotter string
 	// Image is the image, by digest, that containerd pulls from its registry.
 	Image name.Digest
@@ -161,10 +165,18 @@ func (r *Containerd) prepareLocked(ctx context.Context) error {
 	ctx = r.ns(ctx)
 	snap := firstNonEmpty(r.Snapshotter, "overlayfs")
 	t := time.Now()
-	img, err := c.Pull(ctx, r.Image.String(),
+	pull := []containerd.RemoteOpt{
 		containerd.WithPullUnpack,
 		containerd.WithPullSnapshotter(snap),
-		containerd.WithResolver(r.resolver(ctx)))
+		containerd.WithResolver(r.resolver(ctx)),
+	}
+	if snap != "overlayfs" && snap != "native" {
+		// A remote snapshotter (stargz-snapshotter) is told each layer's
+		// image and digest in the snapshot labels CRI sets, so that it can
+		// mount an eStargz layer lazily instead of containerd fetching it.
+		pull = append(pull, containerd.WithImageHandlerWrapper(snapshotters.AppendInfoHandlerWrapper(r.Image.String())))
+	}
+	img, err := c.Pull(ctx, r.Image.String(), pull...)
 	if err != nil {
 		c.Close()
 		return fmt.Errorf("pulling %s into containerd: %w", r.Image, err)

@@ -22,6 +22,7 @@ type options struct {
 	now         func() time.Time
 	access      *auth.Access
 	target      *Target
+	startup     bool
 }
 
 func makeOptions(opts ...Option) (*options, error) {
@@ -94,6 +95,18 @@ func WithAllReduceIters(iters, warmup int) Option {
 func WithCompileCacheParent(dir string) Option {
 	return func(o *options) error {
 		o.cacheParent = dir
+		return nil
+	}
+}
+
+// WithStartup has Run time the image's first step before anything else
+// (Result.Startup): `import torch` and one matmul on the GPU (the CPU
+// without one), measured from the runtime's first call, so a cold runtime's
+// pull is in it, and the files the step took listed (Startup.Files). The
+// check "startup.first_step" passes when the step ran. The default is off.
+func WithStartup(on bool) Option {
+	return func(o *options) error {
+		o.startup = on
 		return nil
 	}
 }

@@ -61,6 +61,9 @@ type Result struct {
 	// host platform's image, the one the result is bound to.
 	Platforms []PlatformStatus `json:"platforms,omitempty"`
 	Index     string           `json:"index,omitempty"`
+	// Startup, with WithStartup, is the image's first step timed from the
+	// runtime's first call (pull included).
+	Startup *Startup `json:"startup,omitempty"`
 	// StartedAt and Duration bound the run.
 	StartedAt time.Time `json:"started_at"`
 	Duration  string    `json:"duration"`

@@ -150,6 +150,23 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	gpu := o.prober != nil && gpuErr == nil && !cpuOnly
 
+	var startupCheck *Check
+	if o.startup {
+		st, err := r.startup(ctx, gpu, withTorch)
+		switch {
+		case err != nil:
+			startupCheck = &Check{Name: CheckFirstStep, Status: Fail, Detail: err.Error()}
+		case withTorch:
+			r.res.Startup = st
+			startupCheck = &Check{Name: CheckFirstStep, Status: Pass, Seconds: st.Seconds, Value: fmt.Sprintf("%.2fs", st.Seconds),
+				Detail: fmt.Sprintf("pull %.2fs, import torch %.2fs, first matmul on %s %.2fs; %d files taken", st.PullSeconds, st.ImportSeconds, st.Device, st.StepSeconds, st.FileCount)}
+		default:
+			r.res.Startup = st
+			startupCheck = &Check{Name: CheckFirstStep, Status: Pass, Seconds: st.Seconds, Value: fmt.Sprintf("%.2fs", st.Seconds),
+				Detail: fmt.Sprintf("pull %.2fs, the interpreter's start %.2fs (the lock has no torch); %d files taken", st.PullSeconds, st.ImportSeconds, st.FileCount)}
+		}
+	}
+
 	var env envOut
 	envArgs := []string{}
 	if fp := l.Runtime.FingerprintPath; fp != "" {
@@ -220,6 +237,9 @@ func (r *runner) run(ctx context.Context) error {
 	r.res.Host = host
 
 	r.add(hostChecks(l, host, gpuErr, hostSecs, o.prober == nil)...)
+	if startupCheck != nil {
+		r.add(*startupCheck)
+	}
 	r.add(envChecks(l, env, r.res.Digest, envSecs)...)
 	if !withTorch {
 		r.add(Check{Name: "torch.import", Status: Skip, Detail: "the lock has no torch"})

@@ -25,6 +25,7 @@ func newBuildCmd() *cobra.Command {
 		push               bool
 		rewrite            bool
 		compression        string
+		prioritizedFile    string
 		cacheFrom, cacheTo []string
 		timeout            time.Duration
 		signIt             bool
@@ -54,6 +55,10 @@ index is the same whichever builders built it. --tlscacert, --tlscert and
 platform caches under the tag with -OS-ARCH appended.`,
 		Example: `  # Build and push by digest to the lock's staging repository
   imagectl build --lock images/demo/lock.json --push
+
+  # eStargz layers with the files the last verify's first CUDA step opened first
+  imagectl build --lock images/demo/lock.json --push --compression estargz \
+    --prioritized-files images/demo/startup-files.txt
 
   # Build, push and sign in one go (signature + lock, SBOM, provenance attestations)
   IMAGECTL_SIGNING_PASSWORD=... imagectl build --lock images/demo/lock.json --push \
@@ -114,6 +119,13 @@ platform caches under the tag with -OS-ARCH appended.`,
 			defer closeBuilders()
 			opts = append(opts, build.WithPush(push), build.WithDialTimeout(timeout),
 				build.WithAccess(accessOf(cmd)), build.WithRewriteTimestamp(rewrite), build.WithCompression(compression), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...))
+			if prioritizedFile != "" {
+				files, err := build.ReadPrioritizedFiles(prioritizedFile)
+				if err != nil {
+					return exitcode.Wrap(exitcode.Usage, err)
+				}
+				opts = append(opts, build.WithPrioritizedFiles(files))
+			}
 			shown := make(chan struct{})
 			if progress == string(progressui.QuietMode) {
 				close(shown)
@@ -172,7 +184,8 @@ platform caches under the tag with -OS-ARCH appended.`,
 	f.StringVar(&progress, "progress", "auto", "progress output on stderr: auto, tty, plain, rawjson or quiet")
 	f.StringVar(&initPath, "init", "", "the init binary to bake in (default: imagectl-init beside imagectl)")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for buildkitd and the registries to answer")
-	f.StringVar(&compression, "compression", "", "layer compression forced on every layer: gzip, zstd (faster to pull and unpack) or uncompressed (default: BuildKit's gzip, cached blobs reused as they are)")
+	f.StringVar(&compression, "compression", "", "layer compression forced on every layer: gzip, zstd (faster to pull and unpack), estargz (lazily pullable by stargz-snapshotter) or uncompressed (default: BuildKit's gzip, cached blobs reused as they are)")
+	f.StringVar(&prioritizedFile, "prioritized-files", "", "with --compression estargz: a file of image paths, one per line, that the layers hold first so a lazy pull prefetches them (what `imagectl verify --startup-files` recorded)")
 	bf.add(cmd)
 	f.BoolVar(&rewrite, "rewrite-timestamp", false, "also have BuildKit rewrite every layer's times at export (slow; the steps already clamp them)")
 	return cmd

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"imagectl/internal/atomicfile"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/sign"
@@ -36,6 +37,8 @@ type verifyFlags struct {
 	warmup                                int
 	sign                                  bool
 	key                                   string
+	startup                               bool
+	startupFiles                          string
 }
 
 func newVerifyCmd() *cobra.Command {
@@ -120,6 +123,8 @@ kubelet's pull was refused with 401.`,
 	f.kube.add(cmd) // --kubeconfig, --context, --namespace, --storage-claim
 	fl.IntVar(&f.iters, "iters", 20, "timed all-reduce iterations")
 	fl.IntVar(&f.warmup, "warmup", 5, "warm-up all-reduce iterations")
+	fl.BoolVar(&f.startup, "startup", false, "time the image's first step first: from the runtime's first call (the pull) to the end of a first matmul after import torch (check startup.first_step)")
+	fl.StringVar(&f.startupFiles, "startup-files", "", "with --startup (implied): write the image files that first step took, one per line, to this file (imagectl build --prioritized-files reads it)")
 	fl.BoolVar(&f.sign, "sign", false, "sign the result as an in-toto attestation on the image (needs --key)")
 	fl.StringVar(&f.key, "key", "", "the verifier key for --sign; password from IMAGECTL_VERIFIER_PASSWORD, else IMAGECTL_SIGNING_PASSWORD or COSIGN_PASSWORD")
 	_ = cmd.MarkFlagRequired("lock")
@@ -141,6 +146,10 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 	if err := jobFlagsUsage(f); err != nil {
 		return exitcode.Wrap(exitcode.Usage, err)
 	}
+	f.startup = f.startup || f.startupFiles != ""
+	if f.startup && f.runtime == verify.RuntimeKubernetes {
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--startup needs a runtime that runs probes one by one (containerd, podman, docker, in-place): the Kubernetes Job runs its fixed probe script"))
+	}
 	l, err := lock.Read(f.lockPath)
 	if err != nil {
 		return err
@@ -153,7 +162,7 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "verify: %s is an image index; verifying its %s image %s here, the others are not verified on this host\n", ref, t.Platform, t.Image.DigestStr())
 	}
 	ref, l = sub.Image, sub.Lock
-	opts := append(sub.Options(), verify.WithAllReduceIters(f.iters, f.warmup))
+	opts := append(sub.Options(), verify.WithAllReduceIters(f.iters, f.warmup), verify.WithStartup(f.startup))
 	if f.renderJob || f.jobLog != "" { // jobFlagsUsage: only with --runtime kubernetes
 		if f.renderJob {
 			return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)
@@ -178,6 +187,12 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		opts = append(opts, verify.WithRuntime(sel.Runtime), verify.WithRegistryAccess(accessOf(cmd)))
 	}
 	res, verr := verify.Run(cmd.Context(), l, opts...)
+	if f.startupFiles != "" && res != nil && res.Startup != nil {
+		if err := atomicfile.Write(f.startupFiles, []byte(verify.StartupFilesText(res)), 0o644); err != nil {
+			return fmt.Errorf("writing --startup-files: %w", err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "verify: %d files of the first step written to %s\n", res.Startup.FileCount, f.startupFiles)
+	}
 	var notRun *verify.NotRunError
 	if res != nil && (asJSON || !errors.As(verr, &notRun)) {
 		if err := printResult(cmd.OutOrStdout(), res, asJSON); err != nil {

@@ -326,6 +326,9 @@ func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	t0 := time.Now()
 	cont, err := c.NewContainer(ctx, id,
 		containerd.WithImage(img),
+		// The snapshotter that unpacked the image (or mounted it lazily):
+		// the container's snapshot is made on its layers.
+		containerd.WithSnapshotter(firstNonEmpty(r.Snapshotter, "overlayfs")),
 		containerd.WithNewSnapshot(id, img),
 		containerd.WithNewSpec(r.SpecOpts(img, dir, netns.path, p, devices)...))
 	if err != nil {

@@ -13,6 +13,8 @@
 #                        etcd, the control plane and the kubelet in one static
 #                        binary, stale when the kubernetes or etcd version
 #                        recorded in it differs from tools/k8s/go.mod's; cold ~9 min
+#   hack/tools.sh lint   the linters `make lint` runs, pinned in tools/lint/go.mod:
+#                        staticcheck and deadcode (golang.org/x/tools); cold ~1 min
 #
 # tools/ and tools/gpu/ are modules of their own so that the daemons'
 # dependencies never move the main module's (nor the toolkit's move the
@@ -51,6 +53,8 @@ declare -A pkgs=(
   [kyverno]=github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
   [kube]=imagectl/tools/k8s/kube
   [promtool]=github.com/prometheus/prometheus/cmd/promtool
+  [staticcheck]=honnef.co/go/tools/cmd/staticcheck
+  [deadcode]=golang.org/x/tools/cmd/deadcode
 )
 # Tools whose go.mod has replace lines of its own get a module of their own
 # (copied replace lines; their dependencies never move the daemons'):
@@ -61,6 +65,8 @@ declare -A moddirs=(
   [kyverno]=tools/kyverno
   [kube]=tools/k8s
   [promtool]=tools/promtool
+  [staticcheck]=tools/lint
+  [deadcode]=tools/lint
 )
 # Each group is one go build: its tools share most of their dependencies.
 # containerd and its shim are static (CGO off) and stripped, like the
@@ -71,7 +77,8 @@ case "${1:-}" in
   "") moddir=tools groups=("$demo cosign" "containerd containerd-shim-runc-v2 ctr" "policy-tester" "kyverno" "promtool") ;;
   gpu) moddir=tools/gpu groups=("nvidia-ctk nvidia-cdi-hook") ;;
   k8s) moddir=tools/k8s groups=("kube") ;; # hack/k8s.sh's cluster
-  *) echo "usage: hack/tools.sh [demo|gpu|k8s]" >&2; exit 2 ;;
+  lint) moddir=tools/lint groups=("staticcheck deadcode") ;; # make lint
+  *) echo "usage: hack/tools.sh [demo|gpu|k8s|lint]" >&2; exit 2 ;;
 esac
 jobs=${IMAGECTL_TOOLS_JOBS:-2}
 
@@ -86,6 +93,7 @@ cold() {
     kyverno) echo "~7.5 min" ;;
     promtool) echo "~5 min" ;;
     kube) echo "~9 min" ;;
+    staticcheck | deadcode) echo "~1 min" ;;
     *) echo "a few minutes" ;;
   esac
 }
@@ -150,6 +158,9 @@ build() {
         ldflags="$ldflags -X $p.gitVersion=$kv -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
       done
       (cd "${moddirs[kube]}" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$root/bin/" "${args[@]}") || rc=$?
+      ;;
+    staticcheck | deadcode)
+      (cd "$moddir" && go build -trimpath -ldflags "-s -w" -o "$root/bin/" "${args[@]}") || rc=$?
       ;;
     *)
       # go-nvml declares functions CUDA 13 deprecates: keep the log readable.

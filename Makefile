@@ -64,9 +64,16 @@ bench: deps tools build
 demo:
 	hack/demo.sh
 
+# go vet, gofmt, staticcheck and deadcode -test (hack/deadcode.sh: every
+# unreachable function is removed or named with a reason in hack/deadcode.allow).
+# staticcheck and deadcode are built once into bin/ from tools/lint/go.mod
+# (hack/tools.sh lint, ~1 min cold), rebuilt only when a pinned version moves.
 lint:
+	hack/tools.sh lint
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	bin/staticcheck -tags gpu ./...
+	hack/deadcode.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -19,6 +19,8 @@
 #                        etcd, the control plane and the kubelet in one static
 #                        binary, stale when the kubernetes or etcd version
 #                        recorded in it differs from tools/k8s/go.mod's; cold ~9 min
+#   hack/tools.sh lint   the linters `make lint` runs, pinned in tools/lint/go.mod:
+#                        staticcheck and deadcode (golang.org/x/tools); cold ~1 min
 #
 # tools/ and tools/gpu/ are modules of their own so that the daemons'
 # dependencies never move the main module's (nor the toolkit's move the
@@ -58,6 +60,8 @@ declare -A pkgs=(
   [kube]=imagectl/tools/k8s/kube
   [promtool]=github.com/prometheus/prometheus/cmd/promtool
   [containerd-stargz-grpc]=imagectl/tools/stargz/containerd-stargz-grpc
+  [staticcheck]=honnef.co/go/tools/cmd/staticcheck
+  [deadcode]=golang.org/x/tools/cmd/deadcode
 )
 # Tools whose go.mod has replace lines of its own get a module of their own
 # (copied replace lines; their dependencies never move the daemons'):
@@ -69,6 +73,8 @@ declare -A moddirs=(
   [kube]=tools/k8s
   [promtool]=tools/promtool
   [containerd-stargz-grpc]=tools/stargz
+  [staticcheck]=tools/lint
+  [deadcode]=tools/lint
 )
 # Each group is one go build: its tools share most of their dependencies.
 # containerd and its shim are static (CGO off) and stripped, like the
@@ -80,7 +86,8 @@ case "${1:-}" in
   stargz) moddir=tools/stargz groups=("containerd-stargz-grpc") ;;
   gpu) moddir=tools/gpu groups=("nvidia-ctk nvidia-cdi-hook") ;;
   k8s) moddir=tools/k8s groups=("kube") ;; # hack/k8s.sh's cluster
-  *) echo "usage: hack/tools.sh [demo|gpu|k8s|stargz]" >&2; exit 2 ;;
+  lint) moddir=tools/lint groups=("staticcheck deadcode") ;; # make lint
+  *) echo "usage: hack/tools.sh [demo|gpu|k8s|stargz|lint]" >&2; exit 2 ;;
 esac
 jobs=${IMAGECTL_TOOLS_JOBS:-2}
 
@@ -96,6 +103,7 @@ cold() {
     promtool) echo "~5 min" ;;
     kube) echo "~9 min" ;;
     containerd-stargz-grpc) echo "~3 min" ;;
+    staticcheck | deadcode) echo "~1 min" ;;
     *) echo "a few minutes" ;;
   esac
 }
@@ -172,6 +180,9 @@ build() {
         ldflags="$ldflags -X $p.gitVersion=$kv -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
       done
       (cd "${moddirs[kube]}" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$root/bin/" "${args[@]}") || rc=$?
+      ;;
+    staticcheck | deadcode)
+      (cd "$moddir" && go build -trimpath -ldflags "-s -w" -o "$root/bin/" "${args[@]}") || rc=$?
       ;;
     *)
       # go-nvml declares functions CUDA 13 deprecates: keep the log readable.

@@ -85,7 +85,7 @@ func run(args []string) error {
 			return err
 		}
 		if *push == "" || fs.NArg() == 0 {
-			return errors.New("usage: mkbase index --push REF IMAGE@DIGEST...")
+			return errors.New("usage: mkbase index --push REF IMAGE@DIGEST [IMAGE@DIGEST...]")
 		}
 		return index(*push, fs.Args())
 	}

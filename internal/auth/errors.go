@@ -85,9 +85,6 @@ func (a *Access) Classify(err error) error {
 	return &Error{Kind: "registry", Host: host, Status: te.StatusCode, Source: a.RegistrySource(host), Err: err}
 }
 
-// Classify is Default().Classify.
-func Classify(err error) error { return Default().Classify(err) }
-
 // RegistrySource names the Docker config entry ggcr and BuildKit use for
 // host: a credential helper, the credential store, an auths entry, or none
 // (anonymous). It reads the config, never prints a secret.

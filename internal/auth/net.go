@@ -186,10 +186,6 @@ func TransientStatus(code int) bool {
 	return false
 }
 
-// transientStatuses are TransientStatus's codes, for ggcr.
-var transientStatuses = []int{http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
-	http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout}
-
 // Transient reports whether err may go away when the request is sent
 // again: a NetError that is Temporary (a reset, EOF or a stall mid-body), a registry
 // answer with a transient status or code, a reset or an unexpected EOF. A

@@ -86,10 +86,10 @@ func ExampleParseBuilders() {
 		return
 	}
 	tls := build.TLS{CACert: "certs/ca.pem", Cert: "certs/client.pem", Key: "certs/client-key.pem"}
-	fmt.Println(bs[0].Platform, bs[0].Addr, tls.Enabled())
 	// With the builders up:
 	//   opts, closeAll, err := build.DialBuilders(ctx, bs, tls, 10*time.Second)
 	//   res, err := build.Solve(ctx, amd64Client, l, append(opts, build.WithPush(true))...)
+	fmt.Println(bs[0].Platform, bs[0].Addr, tls.Enabled())
 	// Output:
 	// linux/arm64 tcp://arm64-builder:1234 true
 }

@@ -49,7 +49,7 @@ func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
 			img[string(exptypes.OptKeyPushByDigest)] = "true"
 		}
 		img[string(exptypes.OptKeyName)] = target
-		if o.registryHTTP || o.access.MarkedInsecure(registryOf(target)) {
+		if o.access.MarkedInsecure(registryOf(target)) {
 			img[string(exptypes.OptKeyInsecure)] = "true"
 		}
 	}

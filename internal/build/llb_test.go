@@ -69,23 +69,6 @@ func (g graph) execs() []*pb.ExecOp {
 	return out
 }
 
-// upstream returns every op digest reachable from d, d included.
-func (g graph) upstream(d digest.Digest) map[digest.Digest]bool {
-	seen := map[digest.Digest]bool{}
-	var walk func(digest.Digest)
-	walk = func(d digest.Digest) {
-		if seen[d] {
-			return
-		}
-		seen[d] = true
-		for _, in := range g.ops[d].Inputs {
-			walk(digest.Digest(in.Digest))
-		}
-	}
-	walk(d)
-	return seen
-}
-
 func TestDefinitionSources(t *testing.T) {
 	l := unitLock()
 	_, g := marshal(t, l, fakeInit(t))

@@ -162,19 +162,9 @@ func nameLayers(l *lock.Lock, descs []v1.Descriptor) []LayerInfo {
 	return out
 }
 
-func nameOptions(o *options) []name.Option {
-	if o != nil && o.registryHTTP {
-		return []name.Option{name.Insecure}
-	}
-	return nil
-}
-
-// refNameOptions are nameOptions, plus name.Insecure when ref's registry is
-// marked insecure in the access.
+// refNameOptions are name.Insecure when ref's registry is marked insecure
+// in the access.
 func refNameOptions(ref string, o *options) []name.Option {
-	if opts := nameOptions(o); opts != nil {
-		return opts
-	}
 	return o.access.NameOptions(registryOf(ref))
 }
 

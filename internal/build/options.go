@@ -28,7 +28,6 @@ type options struct {
 	cacheTo      []client.CacheOptionsEntry
 	status       chan *client.SolveStatus
 	dialTimeout  time.Duration
-	registryHTTP bool
 	// pinged are the transports the registry checks authenticated, by
 	// registry (set by Solve, for the read-back).
 	pinged      map[string]http.RoundTripper
@@ -167,12 +166,6 @@ func WithDialTimeout(d time.Duration) Option {
 		o.dialTimeout = d
 		return nil
 	}
-}
-
-// WithInsecureRegistry lets buildkitd push to a plain-HTTP registry. The
-// default is off; loopback registries are plain HTTP regardless.
-func WithInsecureRegistry(insecure bool) Option {
-	return func(o *options) error { o.registryHTTP = insecure; return nil }
 }
 
 // WithRewriteTimestamp sets BuildKit's exporter option rewrite-timestamp,

@@ -116,12 +116,6 @@ func WithReleaseFiles(dir string) Option {
 	}
 }
 
-// WithNow sets the clock support states are computed at. The default is
-// time.Now.
-func WithNow(now func() time.Time) Option {
-	return func(o *options) error { o.now = now; return nil }
-}
-
 var slugRE = regexp.MustCompile(`[^a-z0-9._-]+`)
 
 // Build reads each repository's releases from the registry and what their

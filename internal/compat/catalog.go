@@ -236,11 +236,6 @@ func Digest() string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// Get returns a copy of the embedded catalog.
-func Get() Catalog {
-	return *mustLoad(catalogJSON)
-}
-
 // Release returns the catalog's entry for a torch release.
 func Release(torch string) (TorchRelease, bool) {
 	for _, r := range catalog.Torch {

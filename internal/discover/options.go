@@ -18,7 +18,6 @@ type options struct {
 	keys         []string
 	verifierKeys []string
 	access       *auth.Access
-	remote       []remote.Option
 	skip         []string
 }
 
@@ -55,12 +54,6 @@ func WithAccess(a *auth.Access) Option {
 	return func(o *options) error { return auth.SetAccess(&o.access, a) }
 }
 
-// WithRemoteOptions passes further options to every registry call. The
-// default is none.
-func WithRemoteOptions(opts ...remote.Option) Option {
-	return func(o *options) error { o.remote = append(o.remote, opts...); return nil }
-}
-
 // WithSkipPlatforms is promote.WithSkipPlatforms for the gates the
 // Resolver runs. The default is none.
 func WithSkipPlatforms(platforms ...string) Option {
@@ -68,16 +61,15 @@ func WithSkipPlatforms(platforms ...string) Option {
 }
 
 func (o *options) remoteOptions(ctx context.Context) []remote.Option {
-	ro := append(o.access.RemoteOptions(), o.remote...)
-	return append(ro, remote.WithContext(ctx))
+	return append(o.access.RemoteOptions(), remote.WithContext(ctx))
 }
 
 func (o *options) signOptions() []sign.Option {
-	return []sign.Option{sign.WithAccess(o.access), sign.WithRemoteOptions(o.remote...)}
+	return []sign.Option{sign.WithAccess(o.access)}
 }
 
 // pinOptions are the gates of imagectl pin under the same keys and access.
 func (o *options) pinOptions() []promote.Option {
 	return []promote.Option{promote.WithTrustedKeys(o.keys...), promote.WithVerifierKeys(o.verifierKeys...),
-		promote.WithAccess(o.access), promote.WithRemoteOptions(o.remote...), promote.WithSkipPlatforms(o.skip...)}
+		promote.WithAccess(o.access), promote.WithSkipPlatforms(o.skip...)}
 }

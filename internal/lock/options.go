@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/moby/buildkit/client"
 
 	"imagectl/internal/auth"
@@ -16,19 +15,17 @@ import (
 type Option func(*options) error
 
 type options struct {
-	runner      Runner
-	buildkit    string
-	clientOpts  []client.ClientOpt
-	platforms   map[string]platformBuilder
-	remote      []remote.Option
-	access      *auth.Access
-	catalog     Catalog
-	epoch       *int64
-	packages    []string
-	hostNetwork bool
-	root        string
-	proxyAddr   string
-	indexCache  string
+	runner     Runner
+	buildkit   string
+	clientOpts []client.ClientOpt
+	platforms  map[string]platformBuilder
+	access     *auth.Access
+	catalog    Catalog
+	epoch      *int64
+	packages   []string
+	root       string
+	proxyAddr  string
+	indexCache string
 }
 
 func makeOptions(opts []Option) (*options, error) {
@@ -55,7 +52,7 @@ func makeOptions(opts []Option) (*options, error) {
 		if o.buildkit == "" {
 			return nil, fmt.Errorf("no BuildKit address: set BUILDKIT_HOST or pass --addr")
 		}
-		o.runner = &buildkitRunner{addr: o.buildkit, hostNetwork: o.hostNetwork, clientOpts: o.clientOpts}
+		o.runner = &buildkitRunner{addr: o.buildkit, clientOpts: o.clientOpts}
 	}
 	return o, nil
 }
@@ -78,7 +75,7 @@ func (o *options) runnerFor(p string) Runner {
 	case b.runner != nil:
 		return b.runner
 	default:
-		return &buildkitRunner{addr: b.addr, hostNetwork: o.hostNetwork, clientOpts: b.opts}
+		return &buildkitRunner{addr: b.addr, clientOpts: b.opts}
 	}
 }
 
@@ -149,16 +146,6 @@ func WithRunner(r Runner) Option {
 	}
 }
 
-// WithRemoteOptions passes further options to go-containerregistry when
-// the base tag is resolved; they come after WithAccess's keychain and
-// transport, and override them. The default is none.
-func WithRemoteOptions(opts ...remote.Option) Option {
-	return func(o *options) error {
-		o.remote = append(o.remote, opts...)
-		return nil
-	}
-}
-
 // WithAccess sets the credentials and TLS trust of the lock: the base's
 // registry (ggcr, and buildkitd through the session's auth provider), and
 // the indexes (the routing proxy and the size requests ask them with the
@@ -200,17 +187,6 @@ func WithSourceDateEpoch(sec int64) Option {
 func WithPackages(names ...string) Option {
 	return func(o *options) error {
 		o.packages = append(o.packages, names...)
-		return nil
-	}
-}
-
-// WithHostNetwork asks for the host's network explicitly (buildkitd must
-// allow the network.host entitlement). The default is false: the worker's
-// default network, which for an OCI worker without CNI configuration is the
-// host's already, so indexes on loopback are reachable.
-func WithHostNetwork(on bool) Option {
-	return func(o *options) error {
-		o.hostNetwork = on
 		return nil
 	}
 }

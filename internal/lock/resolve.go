@@ -163,7 +163,7 @@ func resolveOne(ctx context.Context, img spec.Image, o *options, p plan, plat v1
 	)
 	if p.keepBase != nil && p.keepBase.Ref == img.Base && p.keepBase.Mirror == mirrorOf(img) && p.keepBase.Platform == plat.String() {
 		base, created = *p.keepBase, p.keepEpoch
-	} else if base, created, err = resolveBase(ctx, img.Base, img.Repos.Mirror, plat, append(o.access.RemoteOptions(), o.remote...)); err != nil {
+	} else if base, created, err = resolveBase(ctx, img.Base, img.Repos.Mirror, plat, o.access.RemoteOptions()); err != nil {
 		return nil, nil, o.access.Classify(fmt.Errorf("image %s: %w", img.Name, err))
 	}
 	pinned := base.Pull()

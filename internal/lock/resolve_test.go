@@ -365,7 +365,7 @@ func TestResolveCredentialsStayOut(t *testing.T) {
 	if !pj.Netrc {
 		t.Error("pip job does not mount the netrc secret")
 	}
-	def, err := pj.Definition(context.Background(), false)
+	def, err := pj.Definition(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

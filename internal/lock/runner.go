@@ -16,7 +16,6 @@ import (
 	"github.com/moby/buildkit/client"
 	"github.com/moby/buildkit/client/llb"
 	"github.com/moby/buildkit/identity"
-	"github.com/moby/buildkit/util/entitlements"
 	digest "github.com/opencontainers/go-digest"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -85,9 +84,8 @@ type Runner interface {
 const netrcSecret = "imagectl-netrc"
 
 type buildkitRunner struct {
-	addr        string
-	hostNetwork bool
-	clientOpts  []client.ClientOpt
+	addr       string
+	clientOpts []client.ClientOpt
 }
 
 // UnavailableError reports a buildkitd that cannot be reached.
@@ -106,7 +104,7 @@ func (e *UnavailableError) ExitCode() int { return exitcode.Unavailable }
 
 // Definition returns the LLB of j: the state whose /out is exported. It
 // needs no daemon, so tests can inspect it.
-func (j Job) Definition(ctx context.Context, hostNetwork bool) (*llb.Definition, error) {
+func (j Job) Definition(ctx context.Context) (*llb.Definition, error) {
 	a := j.access()
 	plat := ocispecs.Platform{OS: "linux", Architecture: "amd64"}
 	if j.Platform != "" {
@@ -167,9 +165,6 @@ func (j Job) Definition(ctx context.Context, hostNetwork bool) (*llb.Definition,
 	if j.Netrc {
 		opts = append(opts, llb.AddSecret("/root/.netrc", llb.SecretID(netrcSecret), llb.SecretOptional))
 	}
-	if hostNetwork {
-		opts = append(opts, llb.Network(llb.NetModeHost))
-	}
 	run := st.Run(opts...)
 	out := run.AddMount("/out", llb.Scratch())
 	return out.Marshal(ctx, llb.Platform(plat))
@@ -188,7 +183,7 @@ func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, err
 	if err != nil {
 		return nil, &UnavailableError{Addr: r.addr, Err: err}
 	}
-	def, err := j.Definition(ctx, r.hostNetwork)
+	def, err := j.Definition(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: building LLB: %w", j.Name, err)
 	}
@@ -199,9 +194,6 @@ func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, err
 	defer os.RemoveAll(dir)
 	opt := client.SolveOpt{
 		Exports: []client.ExportEntry{{Type: client.ExporterLocal, OutputDir: dir}},
-	}
-	if r.hostNetwork {
-		opt.AllowedEntitlements = []string{string(entitlements.EntitlementNetworkHost)}
 	}
 	a := j.access()
 	secrets := map[string][]byte{}

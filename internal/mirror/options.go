@@ -31,25 +31,6 @@ func makeOptions(opts []Option) (*options, error) {
 	return o, nil
 }
 
-// WithTransport sets the HTTP transport for both registries (TLS roots,
-// proxies). The default is auth.Default().Transport(): timeouts per phase,
-// retries of transient failures.
-func WithTransport(rt http.RoundTripper) Option {
-	return func(o *options) error {
-		o.transport = rt
-		return nil
-	}
-}
-
-// WithKeychain sets where registry credentials come from. The default is
-// authn.DefaultKeychain (the Docker config).
-func WithKeychain(kc authn.Keychain) Option {
-	return func(o *options) error {
-		o.keychain = kc
-		return nil
-	}
-}
-
 // WithAccess takes the keychain and the transport (TLS trust: the system
 // store plus --ca-file) from a, and makes a registry's 401/403 an
 // *auth.Error (exit 77) naming it. The default is auth.Default()'s: the
@@ -65,7 +46,7 @@ func WithAccess(a *auth.Access) Option {
 }
 
 // WithRemoteOptions adds go-containerregistry options (jobs, user agent)
-// to every registry call; a transport belongs in WithTransport, so that
+// to every registry call; a transport belongs in WithAccess, so that
 // uploads are counted. The default is none.
 func WithRemoteOptions(opts ...remote.Option) Option {
 	return func(o *options) error {

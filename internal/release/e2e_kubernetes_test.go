@@ -260,13 +260,13 @@ func watchPods(ctx context.Context, t *testing.T, k testenv.Kube, hold func() er
 	done := make(chan struct{})
 	w.stop = func() { cancel(); <-done }
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = testenv.VerifyLabel
-			return k.Client.CoreV1().Pods(k.Namespace).List(wctx, o)
+			return k.Client.CoreV1().Pods(k.Namespace).List(ctx, o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = testenv.VerifyLabel
-			return k.Client.CoreV1().Pods(k.Namespace).Watch(wctx, o)
+			return k.Client.CoreV1().Pods(k.Namespace).Watch(ctx, o)
 		},
 	}
 	var once sync.Once

@@ -38,17 +38,6 @@ func SelectVerifyRuntime(ctx context.Context, d verify.Detector, base verify.Run
 	return forKind(base), kind, reason, nil
 }
 
-// Container returns the VerifyRuntime of a container runtime named by
-// binary (containerd, podman or docker), with storage as in
-// SelectVerifyRuntime.
-func Container(binary, storage string, gpuFlags []string) VerifyRuntime {
-	base := verify.RuntimeConfig{Kind: binary, Storage: storage}
-	if len(gpuFlags) > 0 && gpuFlags[0] == "--gpus" {
-		base.GPUMode = "docker"
-	}
-	return forKind(base)
-}
-
 func forKind(base verify.RuntimeConfig) VerifyRuntime {
 	return func(l *lock.Lock, d name.Digest) (verify.Runtime, error) {
 		cfg := base

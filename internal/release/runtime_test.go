@@ -82,3 +82,14 @@ func TestSelectVerifyRuntime(t *testing.T) {
 		}
 	})
 }
+
+// Container returns the VerifyRuntime of a container runtime named by
+// binary (containerd, podman or docker), with storage as in
+// SelectVerifyRuntime: what the end-to-end tests verify with.
+func Container(binary, storage string, gpuFlags []string) VerifyRuntime {
+	base := verify.RuntimeConfig{Kind: binary, Storage: storage}
+	if len(gpuFlags) > 0 && gpuFlags[0] == "--gpus" {
+		base.GPUMode = "docker"
+	}
+	return forKind(base)
+}

@@ -88,33 +88,3 @@ func WithPollInterval(d time.Duration) Option {
 		return nil
 	}
 }
-
-// WithSSHRoot looks for sshd (usr/sbin/sshd) and its host keys (etc/ssh)
-// under dir, and passes it to ssh-keygen -f. The default is /.
-func WithSSHRoot(dir string) Option {
-	return func(o *options) error {
-		if dir == "" {
-			return errors.New("empty ssh root")
-		}
-		o.sshRoot = dir
-		return nil
-	}
-}
-
-// WithRunDir is where the init writes the services' generated files (sshd's
-// authorized keys, Jupyter's config). The default is /run/imagectl.
-func WithRunDir(dir string) Option {
-	return func(o *options) error {
-		if dir == "" {
-			return errors.New("empty run dir")
-		}
-		o.runDir = dir
-		return nil
-	}
-}
-
-// WithEUID makes the init act as if it ran as uid (0 is root), for tests
-// of the non-root start. The default is the process's effective uid.
-func WithEUID(uid int) Option {
-	return func(o *options) error { o.euid = uid; return nil }
-}

@@ -66,7 +66,7 @@ var urgentSignals = []os.Signal{
 // only urgentSignals are registered before Listen returns; the rest,
 // which the runtime drops while nobody catches them (as the init drops any
 // signal but SIGTERM/SIGINT before the command starts), are registered
-// beside the preparation steps, and Start waits for them before it forks
+// beside the preparation steps, and StartAs waits for them before it forks
 // the command.
 func Listen(o ListenOptions) (p *Process, warn, err error) {
 	p = &Process{
@@ -133,7 +133,7 @@ func (p *Process) Interrupted() (syscall.Signal, bool) {
 
 // Context returns a context cancelled when a terminating signal arrives, for
 // the preparation steps (storage wait) that run before the command starts.
-// The returned stop function must be called before Start; it reports the
+// The returned stop function must be called before StartAs; it reports the
 // terminating signal, if one came before the command started.
 func (p *Process) Context(ctx context.Context) (context.Context, func() (syscall.Signal, bool)) {
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -166,7 +166,7 @@ func (p *Process) Context(ctx context.Context) (context.Context, func() (syscall
 	}
 }
 
-// WaitOptions say how Wait supervises the command.
+// WaitOptions say how Supervise supervises the command.
 type WaitOptions struct {
 	// GracePeriod, when positive, turns escalation on: the command's process
 	// group is killed (SIGKILL) this long after the first SIGTERM or SIGINT
@@ -181,25 +181,11 @@ type WaitOptions struct {
 	WarnReap bool
 }
 
-// Run starts argv with env as the init's child and supervises it until it
-// exits; see Start and Wait.
-func (p *Process) Run(ctx context.Context, argv, env []string, o WaitOptions) (int, error) {
-	pid, code, err := p.Start(ctx, argv, env)
-	if err != nil {
-		return code, err
-	}
-	return p.Wait(ctx, pid, o), nil
-}
-
-// Start starts argv with env as the init's child, in its own process group
-// (in the terminal's foreground when the init has one). When it cannot be
-// started, the returned code is 127 (not found) or 126 (not executable).
-func (p *Process) Start(ctx context.Context, argv, env []string) (pid, code int, err error) {
-	return p.StartAs(ctx, argv, env, nil)
-}
-
-// StartAs is Start with the command run as id (setgroups, setgid, setuid
-// between fork and exec); nil runs it as the init runs.
+// StartAs starts argv with env as the init's child, run as id (setgroups,
+// setgid, setuid between fork and exec; nil runs it as the init runs), in
+// its own process group (in the terminal's foreground when the init has
+// one). When it cannot be started, the returned code is 127 (not found) or
+// 126 (not executable).
 func (p *Process) StartAs(ctx context.Context, argv, env []string, id *Identity) (pid, code int, err error) {
 	if len(argv) == 0 {
 		return 0, 127, errors.New("no command to run")
@@ -235,16 +221,12 @@ func (p *Process) StartAs(ctx context.Context, argv, env []string, id *Identity)
 	return pid, 0, nil
 }
 
-// Wait forwards every caught signal to pid (or its process group), reaps
-// every child that exits (the command's orphans included) and returns the
-// command's exit code: its own status, or 128+n when signal n killed it.
-func (p *Process) Wait(ctx context.Context, pid int, o WaitOptions) int {
-	return p.Supervise(ctx, pid, nil, o)
-}
-
-// Supervise is Wait with services beside the command: pid is the command
-// (0 when the container runs the services alone) and svcs the services
-// StartServices started (nil for none). A service that dies is restarted
+// Supervise forwards every caught signal to pid (or its process group),
+// reaps every child that exits (the command's orphans included) and returns
+// the command's exit code: its own status, or 128+n when signal n killed it.
+// Services run beside the command: pid is the command (0 when the
+// container runs the services alone) and svcs the services StartServices
+// started (nil for none). A service that dies is restarted
 // with backoff (1 s doubling to 30 s). When the command exits, or a SIGTERM
 // or SIGINT arrives with no command running, the services are stopped one
 // at a time in reverse start order (SIGTERM, then the next once it has

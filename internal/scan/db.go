@@ -26,7 +26,6 @@ import (
 // Media types of a database published as an OCI artifact: one layer, the
 // grype archive itself (what `grype db import` reads).
 const (
-	DBArtifactType     = "application/vnd.imagectl.grype-db.v6"
 	DBLayerTarGz       = "application/vnd.imagectl.grype-db.v6.tar+gzip"
 	DBLayerTarZstd     = "application/vnd.imagectl.grype-db.v6.tar+zstd"
 	DBConfigMediaType  = "application/vnd.imagectl.grype-db.config.v1+json"
@@ -109,7 +108,7 @@ func OpenDB(ctx context.Context, src string, opts ...Option) (*DB, error) {
 
 func openDB(ctx context.Context, src string, o *options) (*DB, error) {
 	if src == "" {
-		return nil, errors.New("no vulnerability database: give --db PATH or --db REGISTRY/REPO@sha256:...")
+		return nil, errors.New("no vulnerability database: give --db PATH or --db REGISTRY/REPO@sha256:DIGEST")
 	}
 	st, err := os.Stat(src)
 	switch {

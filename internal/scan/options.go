@@ -83,15 +83,6 @@ func WithMaxDBAge(d time.Duration) Option {
 	}
 }
 
-// WithClock sets the clock the database age is measured against. The
-// default is time.Now.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) error {
-		o.now = now
-		return nil
-	}
-}
-
 // WithCacheDir sets where imported database archives are unpacked (one
 // directory per archive digest, reused by a rerun). The default is
 // $XDG_CACHE_HOME/imagectl/vulndb (os.UserCacheDir).

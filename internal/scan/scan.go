@@ -101,7 +101,7 @@ func scanSBOM(ctx context.Context, doc []byte, db *DB, o *options) (*Result, err
 	}
 	r.Product = productPURL(doc)
 	for _, m := range remaining.Sorted() {
-		r.Findings = append(r.Findings, finding(db.provider, m))
+		r.Findings = append(r.Findings, finding(m))
 	}
 	if err := applyVEX(r, o.vex); err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func scanSBOM(ctx context.Context, doc []byte, db *DB, o *options) (*Result, err
 	return r, nil
 }
 
-func finding(p vulnerability.Provider, m match.Match) Finding {
+func finding(m match.Match) Finding {
 	v := m.Vulnerability
 	f := Finding{
 		ID:        v.ID,
@@ -124,11 +124,7 @@ func finding(p vulnerability.Provider, m match.Match) Finding {
 	if v.Fix.State == vulnerability.FixStateFixed {
 		f.FixedIn = append([]string(nil), v.Fix.Versions...)
 	}
-	md := v.Metadata
-	if md == nil {
-		md, _ = p.VulnerabilityMetadata(v.Reference)
-	}
-	if md != nil && md.Severity != "" {
+	if md := v.Metadata; md != nil && md.Severity != "" {
 		f.Severity = strings.ToLower(md.Severity)
 	}
 	for _, r := range v.RelatedVulnerabilities {

@@ -41,11 +41,11 @@ const (
 // pulled, the pod was evicted or deleted.
 func (k *Kubernetes) waitPod(ctx context.Context, c *clients, sel string, goal podGoal) (*corev1.Pod, error) {
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
 			return c.stream.CoreV1().Pods(c.ns).List(ctx, o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = sel
 			return c.stream.CoreV1().Pods(c.ns).Watch(ctx, o)
 		},

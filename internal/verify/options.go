@@ -13,16 +13,15 @@ import (
 type Option func(*options) error
 
 type options struct {
-	image       *name.Digest
-	runtime     Runtime
-	prober      GPUProber
-	iters       int
-	warmup      int
-	cacheParent string
-	now         func() time.Time
-	access      *auth.Access
-	target      *Target
-	startup     bool
+	image   *name.Digest
+	runtime Runtime
+	prober  GPUProber
+	iters   int
+	warmup  int
+	now     func() time.Time
+	access  *auth.Access
+	target  *Target
+	startup bool
 }
 
 func makeOptions(opts ...Option) (*options, error) {
@@ -84,17 +83,6 @@ func WithAllReduceIters(iters, warmup int) Option {
 			return errors.New("verify: all-reduce iterations must be positive")
 		}
 		o.iters, o.warmup = iters, warmup
-		return nil
-	}
-}
-
-// WithCompileCacheParent sets the folder inside the image under which the
-// compile-cache check makes its fresh cache folder. The default is the
-// TORCHINDUCTOR_CACHE_DIR the init exported, else the lock's
-// runtime.caches.inductor, else /tmp.
-func WithCompileCacheParent(dir string) Option {
-	return func(o *options) error {
-		o.cacheParent = dir
 		return nil
 	}
 }

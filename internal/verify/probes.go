@@ -109,10 +109,6 @@ func (c compileOut) hits() int {
 	return c.Inductor["fxgraph_cache_hit"] + c.AOTAutograd["autograd_cache_hit"]
 }
 
-func (c compileOut) misses() int {
-	return c.Inductor["fxgraph_cache_miss"]
-}
-
 // parseProbe finds the last line of out that is a JSON object whose
 // "probe" field is name (libraries such as NCCL may print their own lines
 // to stdout) and decodes it into v.

@@ -299,7 +299,7 @@ func (r *runner) add(c ...Check) { r.res.Checks = append(r.res.Checks, c...) }
 // cacheParent is where the compile-cache check makes its fresh folder: on
 // the same file system as the cache the init configured.
 func (r *runner) cacheParent(env envOut) string {
-	return firstNonEmpty(r.o.cacheParent, env.Env["TORCHINDUCTOR_CACHE_DIR"], r.l.Runtime.Caches.Inductor, "/tmp")
+	return firstNonEmpty(env.Env["TORCHINDUCTOR_CACHE_DIR"], r.l.Runtime.Caches.Inductor, "/tmp")
 }
 
 // hostFromTorch builds host facts from the torch probe, for runtimes whose

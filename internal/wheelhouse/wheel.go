@@ -106,13 +106,6 @@ func (s Spec) Metadata() []byte {
 	return b.Bytes()
 }
 
-func (s Spec) requiresPython() string {
-	if s.RequiresPython == "" {
-		return ">=3.8"
-	}
-	return s.RequiresPython
-}
-
 // Build writes the wheel to w. The same Spec always gives the same bytes.
 func Build(w io.Writer, s Spec) error {
 	if err := s.validate(); err != nil {

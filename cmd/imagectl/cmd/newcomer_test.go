@@ -83,7 +83,7 @@ func TestNewcomerTrips(t *testing.T) {
 // or a Go type.
 func TestLintMessages(t *testing.T) {
 	dir := t.TempDir()
-	err, _, _ := execErr(t, "lint", dir)
+	_, _, err := execErr(t, "lint", dir)
 	if err == nil || !strings.Contains(err.Error(), "no spec found") {
 		t.Errorf("imagectl lint <empty dir> = %v, want it to say no spec was found", err)
 	}

@@ -11,9 +11,9 @@ import (
 	"imagectl/internal/exitcode"
 )
 
-// execErr runs imagectl with args and returns the error main would print,
-// stderr and the exit code.
-func execErr(t *testing.T, args ...string) (error, string, int) {
+// execErr runs imagectl with args and returns stderr, the exit code and
+// the error main would print.
+func execErr(t *testing.T, args ...string) (string, int, error) {
 	t.Helper()
 	var out, errb strings.Builder
 	root := New()
@@ -21,14 +21,14 @@ func execErr(t *testing.T, args ...string) (error, string, int) {
 	root.SetErr(&errb)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
-	return err, errb.String(), exitcode.Code(err)
+	return errb.String(), exitcode.Code(err), err
 }
 
 // TestUndeclaredVarNamesTheFlag: a --var no spec declares is reported with
 // the flag, never as "<nil>: ..." (a diagnostic without a source range).
 func TestUndeclaredVarNamesTheFlag(t *testing.T) {
 	for _, verb := range []string{"lock", "print", "mirror"} {
-		err, stderr, code := execErr(t, verb, "--var", "nosuch=1", "../../../specs/demo.hcl")
+		stderr, code, err := execErr(t, verb, "--var", "nosuch=1", "../../../specs/demo.hcl")
 		if err == nil || code != exitcode.Failure {
 			t.Fatalf("imagectl %s --var nosuch=1 = %v (exit %d), want a spec error", verb, err, code)
 		}
@@ -54,18 +54,18 @@ func TestMalformedNetrc(t *testing.T) {
 	t.Run("named, offline commands", func(t *testing.T) {
 		t.Setenv("NETRC", bad)
 		for _, args := range [][]string{{"version"}, {"compat", "--torch", "2.6.0"}, {"lint", specs}, {"print", specs}} {
-			if err, _, code := execErr(t, args...); code != exitcode.OK {
+			if _, code, err := execErr(t, args...); code != exitcode.OK {
 				t.Errorf("NETRC=<malformed> imagectl %s = %v (exit %d), want 0: it touches no network", strings.Join(args, " "), err, code)
 			}
 		}
 	})
 	t.Run("named, network command", func(t *testing.T) {
 		t.Setenv("NETRC", bad)
-		err, _, code := execErr(t, "lock", "--check", "--dir", locks, specs)
+		_, code, err := execErr(t, "lock", "--check", "--dir", locks, specs)
 		if code != exitcode.Usage || err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("NETRC=<malformed> imagectl lock --check = %v (exit %d), want exit %d naming %s", err, code, exitcode.Usage, bad)
 		}
-		err, _, code = execErr(t, "--netrc", bad, "mirror", specs)
+		_, code, err = execErr(t, "--netrc", bad, "mirror", specs)
 		if code != exitcode.Usage || err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("imagectl --netrc <malformed> mirror = %v (exit %d), want exit %d naming %s", err, code, exitcode.Usage, bad)
 		}
@@ -73,7 +73,7 @@ func TestMalformedNetrc(t *testing.T) {
 	t.Run("found in HOME", func(t *testing.T) {
 		t.Setenv("NETRC", "")
 		t.Setenv("HOME", home)
-		err, stderr, code := execErr(t, "lock", "--check", "--dir", locks, specs)
+		stderr, code, err := execErr(t, "lock", "--check", "--dir", locks, specs)
 		if code != exitcode.LockStale {
 			t.Errorf("imagectl lock --check with a malformed ~/.netrc = %v (exit %d), want the command to run (exit %d)", err, code, exitcode.LockStale)
 		}
@@ -101,7 +101,7 @@ func TestCommandsAgree(t *testing.T) {
 		}
 		// Without an address lock dials build.DefaultAddr (no buildkitd
 		// there: unreachable, 69), not "no BuildKit address".
-		err, _, code := execErr(t, "lock", "--dir", t.TempDir(), "../../../specs/demo.hcl", "--var", "registry=127.0.0.1:1")
+		_, code, err := execErr(t, "lock", "--dir", t.TempDir(), "../../../specs/demo.hcl", "--var", "registry=127.0.0.1:1")
 		if err == nil || strings.Contains(err.Error(), "no BuildKit address") {
 			t.Errorf("imagectl lock without --addr = %v (exit %d), want it to try %s", err, code, build.DefaultAddr)
 		}
@@ -109,7 +109,7 @@ func TestCommandsAgree(t *testing.T) {
 	t.Run("missing specs path", func(t *testing.T) {
 		dir := t.TempDir()
 		for _, verb := range []string{"lint", "print", "lock", "mirror"} {
-			_, _, code := execErr(t, verb, filepath.Join(dir, "specs"))
+			_, code, _ := execErr(t, verb, filepath.Join(dir, "specs"))
 			if code != exitcode.Usage {
 				t.Errorf("imagectl %s <missing path>: exit %d, want %d", verb, code, exitcode.Usage)
 			}
@@ -129,14 +129,14 @@ func TestCommandsAgree(t *testing.T) {
 			{[]string{"--job-log", "job.log", "--runtime", "kubernetes", "--sign", "--key", "k"}, "never signed"},
 		} {
 			args := append([]string{"verify", img, "--lock", lockPath}, tc.args...)
-			err, _, code := execErr(t, args...)
+			_, code, err := execErr(t, args...)
 			if code != exitcode.Usage || err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("imagectl %s = %v (exit %d), want exit %d: %s", strings.Join(args, " "), err, code, exitcode.Usage, tc.want)
 			}
 		}
 	})
 	t.Run("verify without --lock", func(t *testing.T) {
-		err, _, code := execErr(t, "verify", "127.0.0.1:5000/x@sha256:"+strings.Repeat("a", 64))
+		_, code, err := execErr(t, "verify", "127.0.0.1:5000/x@sha256:"+strings.Repeat("a", 64))
 		if code != exitcode.Usage || err == nil || !strings.Contains(err.Error(), "lock") {
 			t.Errorf("imagectl verify without --lock = %v (exit %d), want exit %d naming --lock", err, code, exitcode.Usage)
 		}

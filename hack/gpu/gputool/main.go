@@ -67,7 +67,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: gputool base|drift|pull|diff|record|mklock|registry ...")
+		return errors.New("usage: gputool base|drift|pull|diff|record|mklock|registry [ARGS]")
 	}
 	switch args[0] {
 	case "base":

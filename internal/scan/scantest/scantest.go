@@ -131,14 +131,6 @@ func Build(tmp string, built time.Time, globs ...string) (string, error) {
 	return out, nil
 }
 
-// SetBuilt rewrites the build timestamp of the database in dir.
-func SetBuilt(t testing.TB, dir string, built time.Time) {
-	t.Helper()
-	if err := setBuilt(dir, built); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func setBuilt(dir string, built time.Time) error {
 	g, err := v6.NewLowLevelDB(filepath.Join(dir, v6.VulnerabilityDBFileName), false, true, false)
 	if err != nil {

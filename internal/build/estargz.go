@@ -134,9 +134,26 @@ type PrioritizeReport struct {
 	Missing int `json:"missing"`
 }
 
-// prioritize writes every layer of img that holds a listed file again as
-// eStargz with those files first, pushes the blobs, the config and the
-// manifest to ref's repository, and returns the new manifest's digest.
+// RewriteEstargz writes the single-platform image ref again with eStargz
+// layers and pushes it by digest to ref's repository: with files, every
+// layer that holds one of them, those files first (what
+// WithPrioritizedFiles does after a build); with none, every layer, with
+// no prefetch (an existing gzip or zstd image made lazily pullable). The
+// config and the manifest's other fields are kept; the diff_ids follow the
+// new layers. Layers are built with EstargzParallelism parts, so the digest
+// does not depend on the machine.
+func RewriteEstargz(ctx context.Context, ref name.Digest, files []string, opts ...remote.Option) (name.Digest, PrioritizeReport, error) {
+	h, rep, err := prioritize(ctx, ref, opts, files)
+	if err != nil {
+		return name.Digest{}, rep, err
+	}
+	return ref.Context().Digest(h.String()), rep, nil
+}
+
+// prioritize writes every layer of img that holds a listed file (every
+// layer when files is empty) again as eStargz with those files first,
+// pushes the blobs, the config and the manifest to ref's repository, and
+// returns the new manifest's digest.
 func prioritize(ctx context.Context, ref name.Digest, ropts []remote.Option, files []string) (v1.Hash, PrioritizeReport, error) {
 	var rep PrioritizeReport
 	ropts = append(slices.Clone(ropts), remote.WithContext(ctx))
@@ -204,7 +221,7 @@ func prioritize(ctx context.Context, ref name.Digest, ropts []remote.Option, fil
 	}
 	repo := ref.Context()
 	for i, fs := range perLayer {
-		if len(fs) == 0 {
+		if len(fs) == 0 && len(files) > 0 {
 			continue
 		}
 		l, toc, err := buildEstargz(ctx, tars[i], fmt.Sprintf("%s/layer-%d.estargz", dir, i), fs)

@@ -168,6 +168,25 @@ func TestPrioritize(t *testing.T) {
 		}
 	}
 
+	// No files: every layer, nothing prefetched.
+	all, rep, err := RewriteEstargz(ctx, ref, nil)
+	if err != nil || rep != (PrioritizeReport{Layers: 2}) {
+		t.Fatalf("RewriteEstargz(no files) = %v, %+v, %v; want 2 layers rewritten", all, rep, err)
+	}
+	aimg, err := remote.Image(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Image(aimg); err != nil {
+		t.Fatalf("the rewritten image is not valid: %v", err)
+	}
+	am, _ := aimg.Manifest()
+	for i, d := range am.Layers {
+		if d.Annotations[estargz.TOCJSONDigestAnnotation] == "" {
+			t.Errorf("layer %d of the all-layers rewrite has no TOC digest", i)
+		}
+	}
+
 	// Pinned parallelism: one core or many, the same digest.
 	prev := runtime.GOMAXPROCS(1)
 	h1, _, err := prioritize(ctx, ref, nil, files)

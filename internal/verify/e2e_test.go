@@ -33,7 +33,7 @@ import (
 // the venv bootstrap, no torch): imagectl-init as the entrypoint and a baked
 // runtime config, written as an OCI layout. It returns oci:DIR and the
 // image's digest reference.
-func e2eImage(t *testing.T, e testenv.Env, rc initconfig.Config) (string, name.Digest, v1.Image) {
+func e2eImage(t testing.TB, e testenv.Env, rc initconfig.Config) (string, name.Digest, v1.Image) {
 	t.Helper()
 	baseRef, err := name.ParseReference(e.Base, name.Insecure)
 	if err != nil {

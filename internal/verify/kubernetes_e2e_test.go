@@ -172,7 +172,7 @@ func TestKubernetesE2E(t *testing.T) {
 // pushedDemo builds the demo image (e2eImage: the init, a baked runtime
 // config, python3, no torch) and pushes it to a fresh repository of the
 // local registry; it returns the pushed digest, the image and its lock.
-func pushedDemo(t *testing.T, e testenv.Env, prefix string) (name.Digest, v1.Image, *lock.Lock) {
+func pushedDemo(t testing.TB, e testenv.Env, prefix string) (name.Digest, v1.Image, *lock.Lock) {
 	t.Helper()
 	rc := iruntime.Config{
 		MinShmBytes:     256 << 20,

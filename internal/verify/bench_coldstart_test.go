@@ -1,0 +1,79 @@
+package verify
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"imagectl/internal/build"
+	"imagectl/internal/testenv"
+)
+
+// BenchmarkColdStart (make bench: hack/bench/coldstart.sh) times the demo
+// image's first step from a cold containerd, the way `imagectl verify
+// --startup` does: the pull (gzip layers, unpacked by overlayfs) or the
+// lazy mount (the same image rewritten as eStargz, stargz-snapshotter),
+// then the interpreter's start in a fresh container. Each iteration deletes
+// the image synchronously (containerd's GC removes its content and
+// snapshots), so every pull is cold. Reports full-s/op, lazy-s/op and their
+// ratio, lazy/full, from one interleaved run.
+func BenchmarkColdStart(b *testing.B) {
+	e := testenv.Get(b)
+	if e.Containerd == "" {
+		b.Skip("CONTAINERD_ADDRESS is not set: make up starts containerd")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		b.Skip("no /dev/fuse: stargz-snapshotter mounts layers over FUSE")
+	}
+	ctx := context.Background()
+	gz, _, l := pushedDemo(b, e, "bench-coldstart")
+	lazy, _, err := build.RewriteEstargz(ctx, gz, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := containerd.New(e.Containerd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ns := "bench-coldstart-" + randomHex(4)
+	first := func(ref name.Digest, snap string) time.Duration {
+		rt, err := NewRuntime(l, RuntimeConfig{Kind: RuntimeContainerd, Image: ref, ContainerdAddress: e.Containerd,
+			ContainerdNamespace: ns, Snapshotter: snap})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rt.Close()
+		t := time.Now()
+		out, err := rt.Exec(ctx, Probe{Name: "firststep", Script: "firststep.py", Args: []string{"--device", "cpu", "--no-torch"}})
+		d := time.Since(t)
+		var fs firstStepOut
+		if err == nil {
+			err = parseProbe("firststep", out, &fs)
+		}
+		if err != nil || len(fs.Files) == 0 {
+			b.Fatalf("first step of %s on %s: %v (%d files)", ref, snap, err, len(fs.Files))
+		}
+		if err := c.ImageService().Delete(namespaces.WithNamespace(ctx, ns), ref.String(), images.SynchronousDelete()); err != nil {
+			b.Fatalf("deleting %s: %v", ref, err)
+		}
+		return d
+	}
+	var full, lz time.Duration
+	b.ResetTimer()
+	for range b.N {
+		full += first(gz, "overlayfs")
+		lz += first(lazy, "stargz")
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(full.Seconds()/n, "full-s/op")
+	b.ReportMetric(lz.Seconds()/n, "lazy-s/op")
+	b.ReportMetric(lz.Seconds()/full.Seconds(), "lazy/full")
+}

@@ -18,6 +18,11 @@ import (
 // Path is where the build bakes the runtime config into the image.
 const Path = "/etc/imagectl/runtime.json"
 
+// VenvPath is the Python virtual environment every wheel goes into: the
+// build creates it, the SBOM reads its METADATA and the verifier's probes
+// run its python.
+const VenvPath = "/opt/venv"
+
 // Config is the runtime config baked into the image from the spec's runtime
 // block (through the lock). Zero values mean "off" or "use the default"
 // as documented on each field.

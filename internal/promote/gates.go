@@ -18,7 +18,7 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/sign"
-	"imagectl/internal/verify"
+	"imagectl/internal/verify/result"
 )
 
 // Gate names a promotion gate.
@@ -400,7 +400,7 @@ func (o *options) verified(ref name.Digest, what, wantLock string, found []*sign
 	passed := false
 	for _, f := range found {
 		for _, p := range f.Predicates[sign.VerificationPredicateType] {
-			var r verify.Result
+			var r result.Result
 			if err := json.Unmarshal(p, &r); err != nil {
 				verr = append(verr, fmt.Sprintf("verification predicate is not a result: %v", err))
 				continue
@@ -414,7 +414,7 @@ func (o *options) verified(ref name.Digest, what, wantLock string, found []*sign
 				verr = append(verr, "no lock to compare the verified lock with")
 			case r.LockDigest != wantLock:
 				verr = append(verr, fmt.Sprintf("verified against lock %s, but the lock is %s", r.LockDigest, wantLock))
-			case o.requireContainer && (!verify.IsContainerRuntime(r.Runtime) || r.Proof == ""):
+			case o.requireContainer && (!result.IsContainerRuntime(r.Runtime) || r.Proof == ""):
 				verr = append(verr, fmt.Sprintf("verified by the %s runtime (proof %q); the gate requires a container runtime that started this digest", r.Runtime, r.Proof))
 			default:
 				passed = true
@@ -434,10 +434,10 @@ func (o *options) verified(ref name.Digest, what, wantLock string, found []*sign
 	}
 	return append(out, attestationRefusals(ref, what, "verifier", found, without(sign.Required(sign.VerifierKey, false), sign.VerificationPredicateType), nil)...)
 }
-func failedChecks(r verify.Result) string {
+func failedChecks(r result.Result) string {
 	var names []string
 	for _, c := range r.Checks {
-		if c.Status == verify.Fail {
+		if c.Status == result.Fail {
 			names = append(names, c.Name)
 		}
 	}

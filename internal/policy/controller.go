@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-
 	"imagectl/internal/verify/result"
 )
 

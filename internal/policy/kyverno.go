@@ -5,7 +5,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-
 	"imagectl/internal/verify/result"
 )
 

@@ -17,6 +17,7 @@ import (
 	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/sign"
 	"imagectl/internal/verify/result"
 )
@@ -131,7 +132,7 @@ type wantLock struct {
 // (l, read from lockPath) when r was built from it or records no lock
 // digest, else the lock r records (LockDigest), so that an old month is
 // gated against its own lock and never blocks a newer one.
-func releaseLock(r Release, l *lock.Lock, lockPath string) wantLock {
+func releaseLock(r releasefile.Release, l *lock.Lock, lockPath string) wantLock {
 	if r.LockDigest == "" || r.LockDigest == l.Digest {
 		return wantLock{l: l, what: lockPath}
 	}

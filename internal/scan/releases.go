@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"imagectl/internal/exitcode"
-	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/scan/report"
 	"imagectl/internal/sign"
 )
@@ -78,17 +78,17 @@ func Releases(ctx context.Context, imagesDir, pubKeyPath string, db *DB, policie
 	if err != nil {
 		return nil, err
 	}
-	paths, err := filepath.Glob(filepath.Join(imagesDir, "*", promote.FileName))
+	paths, err := filepath.Glob(filepath.Join(imagesDir, "*", releasefile.FileName))
 	if err != nil {
 		return nil, err
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("no release files (%s) under %s", filepath.Join("*", promote.FileName), imagesDir)
+		return nil, fmt.Errorf("no release files (%s) under %s", filepath.Join("*", releasefile.FileName), imagesDir)
 	}
 	sort.Strings(paths)
 	var out, breaking []Rescan
 	for _, p := range paths {
-		f, err := promote.ReadFile(p)
+		f, err := releasefile.ReadFile(p)
 		if err != nil {
 			return out, err
 		}

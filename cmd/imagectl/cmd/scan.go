@@ -13,7 +13,6 @@ import (
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/monitoring"
-	"imagectl/internal/promote"
 	"imagectl/internal/scan"
 	"imagectl/internal/scan/report"
 	"imagectl/internal/sign"
@@ -260,7 +259,7 @@ func prepareRescan(cmd *cobra.Command, dir, pubKey string, sf *scanFlags, sign *
 		}
 		for _, img := range imgs {
 			if v := img.Policy.Vulnerabilities; v != nil {
-				policies[img.Name] = promote.PolicyOf(v)
+				policies[img.Name] = report.PolicyOf(v)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 	"imagectl/internal/pep"
+	"imagectl/internal/shell"
 )
 
 // Paths inside the image.
@@ -210,9 +211,9 @@ func venvScript(l *lock.Lock) (string, error) {
 	if w.Filename == "" || w.SHA256 == "" {
 		return "", fmt.Errorf("lock %s: no resolver (the pip wheel that installs the wheels): run imagectl lock again", l.Name)
 	}
-	whl := shellQuote(wheelDir + "/" + w.Filename)
+	whl := shell.Quote(wheelDir + "/" + w.Filename)
 	return `set -eu
-` + shellQuote(py) + ` -m venv --without-pip ` + initconfig.VenvPath + `
+` + shell.Quote(py) + ` -m venv --without-pip ` + initconfig.VenvPath + `
 ` + initconfig.VenvPath + `/bin/python ` + whl + `/pip install --no-index --no-deps --no-cache-dir --disable-pip-version-check --no-warn-script-location --isolated ` + whl, nil
 }
 
@@ -222,7 +223,7 @@ func venvScript(l *lock.Lock) (string, error) {
 func pipScript(wheels []lock.Wheel) string {
 	var reqs []string
 	for _, w := range wheels {
-		reqs = append(reqs, shellQuote(w.Name+"=="+w.Version))
+		reqs = append(reqs, shell.Quote(w.Name+"=="+w.Version))
 	}
 	return `set -eu
 ` + initconfig.VenvPath + `/bin/python -m pip --isolated install --no-index --no-deps --no-cache-dir --disable-pip-version-check --no-warn-script-location \
@@ -351,5 +352,3 @@ func RuntimeConfig(l *lock.Lock) ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/lock"
 )
 
@@ -175,15 +176,5 @@ func refNameOptions(ref string, o *options) []name.Option {
 	if opts := nameOptions(o); opts != nil {
 		return opts
 	}
-	return o.access.NameOptions(registryOf(ref))
-}
-
-// registryOf returns the registry host of ref ("" when ref is not a
-// reference).
-func registryOf(ref string) string {
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return ""
-	}
-	return r.Context().RegistryStr()
+	return o.access.NameOptions(auth.RegistryOf(ref))
 }

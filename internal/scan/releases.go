@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/releasefile"
 	"imagectl/internal/scan/report"
@@ -109,7 +110,7 @@ func Releases(ctx context.Context, imagesDir, pubKeyPath string, db *DB, policie
 					New: []Finding{}, Breaking: []report.Violation{}, Expired: rel.SupportEnd})
 				continue
 			}
-			ref, err := name.NewDigest(f.Repository+"@"+src.DigestStr(), o.access.NameOptions(registryOf(f.Repository))...)
+			ref, err := name.NewDigest(f.Repository+"@"+src.DigestStr(), o.access.NameOptions(auth.RegistryOf(f.Repository))...)
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", p, err)
 			}

@@ -406,15 +406,10 @@ func (o *options) verified(ref name.Digest, what, wantLock string, found []*sign
 				verr = append(verr, fmt.Sprintf("verification predicate is not a result: %v", err))
 				continue
 			}
+			why := r.Against(ref.DigestStr(), wantLock)
 			switch {
-			case r.Digest != ref.DigestStr():
-				verr = append(verr, fmt.Sprintf("the verification result is for %s, not this digest", r.Digest))
-			case !r.Passed:
-				verr = append(verr, fmt.Sprintf("verification failed (%s)", failedChecks(r)))
-			case wantLock == "":
-				verr = append(verr, "no lock to compare the verified lock with")
-			case r.LockDigest != wantLock:
-				verr = append(verr, fmt.Sprintf("verified against lock %s, but the lock is %s", r.LockDigest, wantLock))
+			case why != "":
+				verr = append(verr, why)
 			case o.requireContainer && (!result.IsContainerRuntime(r.Runtime) || r.Proof == ""):
 				verr = append(verr, fmt.Sprintf("verified by the %s runtime (proof %q); the gate requires a container runtime that started this digest", r.Runtime, r.Proof))
 			default:
@@ -434,16 +429,4 @@ func (o *options) verified(ref name.Digest, what, wantLock string, found []*sign
 			Reason: fmt.Sprintf("no passing verification of %s by a trusted verifier key (%s)", what, strings.Join(verr, "; "))})
 	}
 	return append(out, attestationRefusals(ref, what, "verifier", found, without(sign.Required(sign.VerifierKey, false), sign.VerificationPredicateType), nil)...)
-}
-func failedChecks(r result.Result) string {
-	var names []string
-	for _, c := range r.Checks {
-		if c.Status == result.Fail {
-			names = append(names, c.Name)
-		}
-	}
-	if len(names) == 0 {
-		return "passed=false"
-	}
-	return "failed checks: " + strings.Join(names, ", ")
 }

@@ -8,6 +8,7 @@ package result
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"imagectl/internal/exitcode"
@@ -168,6 +169,39 @@ func (r *Result) Signable(digest string) error {
 		return &UnsignableError{Digest: digest, Reason: why}
 	}
 	return nil
+}
+
+// Against returns "" when r is a passing verification of exactly digest
+// against the lock lockDigest, else why not ("verification failed (failed
+// checks: ...)", "verified against lock ..."): the one rule by which the
+// release's resume (release.Real.Verified) and promotion's gate accept a
+// verification. The gate asks more of it (a container runtime's proof,
+// promote.WithRequireContainer).
+func (r *Result) Against(digest, lockDigest string) string {
+	switch {
+	case r.Digest != digest:
+		return fmt.Sprintf("the verification result is for %s, not this digest", r.Digest)
+	case !r.Passed:
+		return fmt.Sprintf("verification failed (%s)", r.failedChecks())
+	case lockDigest == "":
+		return "no lock to compare the verified lock with"
+	case r.LockDigest != lockDigest:
+		return fmt.Sprintf("verified against lock %s, but the lock is %s", r.LockDigest, lockDigest)
+	}
+	return ""
+}
+
+func (r *Result) failedChecks() string {
+	var names []string
+	for _, c := range r.Checks {
+		if c.Status == Fail {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "passed=false"
+	}
+	return "failed checks: " + strings.Join(names, ", ")
 }
 
 // UnsignableError is a result that must not be signed as the verification

@@ -12,6 +12,7 @@ package initconfig
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -80,6 +81,17 @@ type Storage struct {
 	// Required makes a timeout fatal (exit 75); otherwise the init warns
 	// and falls back to local paths.
 	Required bool `json:"required,omitempty"`
+}
+
+// On returns p relative to the storage's Path (the file's place on the
+// volume mounted there), and whether p is under it. An empty p or Path is
+// under nothing.
+func (s Storage) On(p string) (string, bool) {
+	if p == "" || s.Path == "" {
+		return "", false
+	}
+	rel, ok := strings.CutPrefix(p, strings.TrimSuffix(s.Path, "/")+"/")
+	return rel, ok && rel != ""
 }
 
 // Caches are cache directories, usually on storage.

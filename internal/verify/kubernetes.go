@@ -147,7 +147,7 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 			src = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cfg.StorageClaim}}
 		} else if rf := l.Runtime.Storage.ReadyFile; rf != "" {
 			// The emptyDir stands in for the platform's storage as
-			// release.ReadyStorage's folder does for a container: it carries
+			// ReadyStorage's folder does for a container: it carries
 			// the ready file (an empty file of the ConfigMap), so the init
 			// finds the storage ready and puts TMPDIR, the caches and the
 			// fingerprint on it instead of waiting storage.timeout.

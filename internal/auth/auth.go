@@ -227,6 +227,18 @@ func (a *Access) MarkedInsecure(reg string) bool {
 	return slices.Contains(a.cfg.Insecure, reg)
 }
 
+// RegistryOf is the registry host of a reference or repository string
+// ("localhost:5000/ml/x:tag" -> "localhost:5000"), as ggcr parses it
+// (name.ParseReference(s).Context().RegistryStr()); "" when s is not one.
+// It is the host NameOptions and every per-registry setting are keyed by.
+func RegistryOf(s string) string {
+	r, err := name.ParseReference(s)
+	if err != nil {
+		return ""
+	}
+	return r.Context().RegistryStr()
+}
+
 // NameOptions are the name options for references to reg: name.Insecure
 // for a registry marked insecure (loopback needs none: ggcr already tries
 // https first, then http, there).

@@ -10,6 +10,7 @@ import (
 
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 )
 
@@ -62,7 +63,7 @@ func ImageConfig(l *lock.Lock, base ocispecs.Image) ocispecs.Image {
 	// Debian default.
 	set("PATH", withVenv(env["PATH"]))
 	if len(l.Pip) > 0 {
-		set("VIRTUAL_ENV", VenvPath)
+		set("VIRTUAL_ENV", initconfig.VenvPath)
 		// Before the lock's env: a spec's env may set it empty to opt out.
 		set("PIP_CONSTRAINT", ConstraintPath)
 	}
@@ -137,7 +138,7 @@ func withVenv(basePath string) string {
 	if basePath == "" {
 		return systemPath
 	}
-	bin := VenvPath + "/bin"
+	bin := initconfig.VenvPath + "/bin"
 	parts := []string{bin}
 	for _, p := range strings.Split(basePath, ":") {
 		if p != bin {

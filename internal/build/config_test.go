@@ -44,13 +44,13 @@ func TestImageConfigKeepsBaseEnv(t *testing.T) {
 		want []string
 	}{
 		{"cuda base", cuda, map[string]string{"PYTHONUNBUFFERED": "1"}, []string{
-			"PATH=" + VenvPath + "/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"PATH=" + initconfig.VenvPath + "/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"NVIDIA_REQUIRE_CUDA=cuda>=12.1 brand=tesla,driver>=470,driver<471",
 			"CUDA_VERSION=12.1.1",
 			"LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
 			"NVIDIA_VISIBLE_DEVICES=all",
 			"NVIDIA_DRIVER_CAPABILITIES=compute,utility",
-			"VIRTUAL_ENV=" + VenvPath,
+			"VIRTUAL_ENV=" + initconfig.VenvPath,
 			"PIP_CONSTRAINT=" + ConstraintPath,
 			"PYTHONUNBUFFERED=1",
 		}},
@@ -61,16 +61,16 @@ func TestImageConfigKeepsBaseEnv(t *testing.T) {
 			"LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
 			"NVIDIA_VISIBLE_DEVICES=all",
 			"NVIDIA_DRIVER_CAPABILITIES=all",
-			"VIRTUAL_ENV=" + VenvPath,
+			"VIRTUAL_ENV=" + initconfig.VenvPath,
 			"PIP_CONSTRAINT=" + ConstraintPath,
 		}},
 		{"spec opts out of the pip guard", ocispecs.Image{}, map[string]string{"PIP_CONSTRAINT": ""}, []string{
-			"PATH=" + systemPath, "VIRTUAL_ENV=" + VenvPath, "PIP_CONSTRAINT=",
+			"PATH=" + systemPath, "VIRTUAL_ENV=" + initconfig.VenvPath, "PIP_CONSTRAINT=",
 		}},
-		{"venv already on the base's PATH", ocispecs.Image{Config: ocispecs.ImageConfig{Env: []string{"PATH=/usr/bin:" + VenvPath + "/bin"}}}, nil, []string{
-			"PATH=" + VenvPath + "/bin:/usr/bin", "VIRTUAL_ENV=" + VenvPath, "PIP_CONSTRAINT=" + ConstraintPath,
+		{"venv already on the base's PATH", ocispecs.Image{Config: ocispecs.ImageConfig{Env: []string{"PATH=/usr/bin:" + initconfig.VenvPath + "/bin"}}}, nil, []string{
+			"PATH=" + initconfig.VenvPath + "/bin:/usr/bin", "VIRTUAL_ENV=" + initconfig.VenvPath, "PIP_CONSTRAINT=" + ConstraintPath,
 		}},
-		{"base without PATH", ocispecs.Image{}, nil, []string{"PATH=" + systemPath, "VIRTUAL_ENV=" + VenvPath, "PIP_CONSTRAINT=" + ConstraintPath}},
+		{"base without PATH", ocispecs.Image{}, nil, []string{"PATH=" + systemPath, "VIRTUAL_ENV=" + initconfig.VenvPath, "PIP_CONSTRAINT=" + ConstraintPath}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &lock.Lock{Name: "x", Env: tc.env, Pip: []lock.Wheel{{Name: "numpy"}}}
@@ -80,7 +80,7 @@ func TestImageConfigKeepsBaseEnv(t *testing.T) {
 			}
 		})
 	}
-	if !strings.HasPrefix(withVenv("/a:/b"), VenvPath+"/bin:/a:/b") {
+	if !strings.HasPrefix(withVenv("/a:/b"), initconfig.VenvPath+"/bin:/a:/b") {
 		t.Errorf("withVenv(/a:/b) = %q", withVenv("/a:/b"))
 	}
 }

@@ -83,7 +83,7 @@ func TestE2EDemoBuildInstallsLockedVersions(t *testing.T) {
 	if cf.Config.Labels[LabelLockDigest] != l.Digest || cf.Config.Labels["org.opencontainers.image.title"] != "imagectl demo" {
 		t.Errorf("labels = %v, want the lock digest %s and the lock's title", cf.Config.Labels, l.Digest)
 	}
-	if !strings.Contains(strings.Join(cf.Config.Env, " "), "PATH="+VenvPath+"/bin:") {
+	if !strings.Contains(strings.Join(cf.Config.Env, " "), "PATH="+initconfig.VenvPath+"/bin:") {
 		t.Errorf("env = %v, want the venv first on PATH", cf.Config.Env)
 	}
 	if cf.Created.Unix() != l.SourceDateEpoch {

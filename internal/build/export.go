@@ -14,6 +14,7 @@ import (
 	bkSession "github.com/moby/buildkit/session"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 )
@@ -49,7 +50,7 @@ func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
 			img[string(exptypes.OptKeyPushByDigest)] = "true"
 		}
 		img[string(exptypes.OptKeyName)] = target
-		if o.access.MarkedInsecure(registryOf(target)) {
+		if o.access.MarkedInsecure(auth.RegistryOf(target)) {
 			img[string(exptypes.OptKeyInsecure)] = "true"
 		}
 	}
@@ -88,13 +89,13 @@ func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
 func session(l *lock.Lock, o *options, target string) []bkSession.Attachable {
 	var regs []string
 	for _, ref := range []string{Plan(l).Base, target} {
-		if r := registryOf(ref); r != "" {
+		if r := auth.RegistryOf(ref); r != "" {
 			regs = append(regs, r)
 		}
 	}
 	for _, e := range append(append([]client.CacheOptionsEntry{}, o.cacheFrom...), o.cacheTo...) {
 		if e.Type == "registry" {
-			regs = append(regs, registryOf(e.Attrs["ref"]))
+			regs = append(regs, auth.RegistryOf(e.Attrs["ref"]))
 		}
 	}
 	var urls []string

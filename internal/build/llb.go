@@ -17,14 +17,13 @@ import (
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 	"imagectl/internal/pep"
+	"imagectl/internal/shell"
 )
 
 // Paths inside the image.
 const (
 	// InitPath is where the init binary is installed; it is the entrypoint.
 	InitPath = "/usr/local/bin/imagectl-init"
-	// VenvPath is the Python virtual environment every wheel goes into.
-	VenvPath = "/opt/venv"
 	// debDir and wheelDir are where fetched artifacts are mounted
 	// (read-only, never part of a layer): over /mnt, which every base has, so
 	// that no mount stub is created (and removed) in a directory of the
@@ -36,7 +35,7 @@ const (
 )
 
 // systemPath is PATH in the image and in every build step.
-const systemPath = VenvPath + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+const systemPath = initconfig.VenvPath + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // State returns the image's root filesystem as LLB: the base pinned by
 // digest with one install step per planned layer run on top of the one
@@ -116,7 +115,7 @@ func state(l *lock.Lock, platform ocispecs.Platform, initBin []byte, a *auth.Acc
 				return llb.State{}, fmt.Errorf("resolver: %w", err)
 			}
 			next = install(cur, epoch, pip, wheelDir, script,
-				fmt.Sprintf("[venv] %s -m venv %s, pip %s from the locked wheel", l.Python.Path, VenvPath, l.Resolver.Version))
+				fmt.Sprintf("[venv] %s -m venv %s, pip %s from the locked wheel", l.Python.Path, initconfig.VenvPath, l.Resolver.Version))
 		case KindBig, KindPeriphery:
 			wheels, err := fetchWheels(layer.Wheels, a)
 			if err != nil {
@@ -212,10 +211,10 @@ func venvScript(l *lock.Lock) (string, error) {
 	if w.Filename == "" || w.SHA256 == "" {
 		return "", fmt.Errorf("lock %s: no resolver (the pip wheel that installs the wheels): run imagectl lock again", l.Name)
 	}
-	whl := shellQuote(wheelDir + "/" + w.Filename)
+	whl := shell.Quote(wheelDir + "/" + w.Filename)
 	return `set -eu
-` + shellQuote(py) + ` -m venv --without-pip ` + VenvPath + `
-` + VenvPath + `/bin/python ` + whl + `/pip install --no-index --no-deps --no-cache-dir --disable-pip-version-check --no-warn-script-location --isolated ` + whl, nil
+` + shell.Quote(py) + ` -m venv --without-pip ` + initconfig.VenvPath + `
+` + initconfig.VenvPath + `/bin/python ` + whl + `/pip install --no-index --no-deps --no-cache-dir --disable-pip-version-check --no-warn-script-location --isolated ` + whl, nil
 }
 
 // pipScript installs the layer's wheels with the venv's pip (the lock's
@@ -224,10 +223,10 @@ func venvScript(l *lock.Lock) (string, error) {
 func pipScript(wheels []lock.Wheel) string {
 	var reqs []string
 	for _, w := range wheels {
-		reqs = append(reqs, shellQuote(w.Name+"=="+w.Version))
+		reqs = append(reqs, shell.Quote(w.Name+"=="+w.Version))
 	}
 	return `set -eu
-` + VenvPath + `/bin/python -m pip --isolated install --no-index --no-deps --no-cache-dir --disable-pip-version-check --no-warn-script-location \
+` + initconfig.VenvPath + `/bin/python -m pip --isolated install --no-index --no-deps --no-cache-dir --disable-pip-version-check --no-warn-script-location \
   --find-links ` + wheelDir + ` ` + strings.Join(reqs, " ")
 }
 
@@ -353,5 +352,3 @@ func RuntimeConfig(l *lock.Lock) ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

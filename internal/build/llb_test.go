@@ -130,8 +130,8 @@ func TestDefinitionInstallsOffline(t *testing.T) {
 		}
 		if strings.Contains(script, " -m venv ") {
 			// The venv is made by the lock's interpreter and gets the lock's pip.
-			if !strings.Contains(script, "'"+l.Python.Path+"' -m venv --without-pip "+VenvPath) ||
-				!strings.Contains(script, VenvPath+"/bin/python '"+wheelDir+"/"+l.Resolver.Filename+"'/pip install") ||
+			if !strings.Contains(script, "'"+l.Python.Path+"' -m venv --without-pip "+initconfig.VenvPath) ||
+				!strings.Contains(script, initconfig.VenvPath+"/bin/python '"+wheelDir+"/"+l.Resolver.Filename+"'/pip install") ||
 				strings.Contains(script, "python3 ") {
 				t.Errorf("venv exec %q: want %s -m venv and pip run from the locked wheel, no python3 from PATH", script, l.Python.Path)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/lock"
 )
 
@@ -165,15 +166,5 @@ func nameLayers(l *lock.Lock, descs []v1.Descriptor) []LayerInfo {
 // refNameOptions are name.Insecure when ref's registry is marked insecure
 // in the access.
 func refNameOptions(ref string, o *options) []name.Option {
-	return o.access.NameOptions(registryOf(ref))
-}
-
-// registryOf returns the registry host of ref ("" when ref is not a
-// reference).
-func registryOf(ref string) string {
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return ""
-	}
-	return r.Context().RegistryStr()
+	return o.access.NameOptions(auth.RegistryOf(ref))
 }

@@ -11,6 +11,7 @@ import (
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/shell"
 )
 
 // SSHKeyOnlyDropIn is the sshd config drop-in policy.ssh_key_only writes
@@ -107,7 +108,7 @@ mkdir -p /run/sshd
 	for i, c := range sshCheckContexts {
 		arg := ""
 		if c != "" {
-			arg = " -C " + shellQuote(c)
+			arg = " -C " + shell.Quote(c)
 		}
 		fmt.Fprintf(&b, "/usr/sbin/sshd -T -h /tmp/hostkey%s >/out/out%d 2>/out/err%d; echo $? >/out/rc%d\n", arg, i, i, i)
 	}

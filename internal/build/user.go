@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"imagectl/internal/initconfig"
+	"imagectl/internal/shell"
 )
 
 // userScript adds runtime.user to the image when the base lacks it: a group
@@ -48,5 +49,5 @@ if ! grep -q "^$u:[^:]*:$gid:" "$r/etc/group" 2>/dev/null; then
 fi
 mkdir -p "$r$home"
 chown "$uid:$gid" "$r$home"
-chmod 0755 "$r$home"`, shellQuote(u.Name), u.UID, u.GID, shellQuote(u.HomeDir()))
+chmod 0755 "$r$home"`, shell.Quote(u.Name), u.UID, u.GID, shell.Quote(u.HomeDir()))
 }

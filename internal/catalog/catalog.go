@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"imagectl/internal/discover"
-	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/scan/report"
 )
 
@@ -86,7 +86,7 @@ type Option func(*options) error
 
 type options struct {
 	discover     []discover.Option
-	releaseFiles []*promote.File
+	releaseFiles []*releasefile.File
 	now          func() time.Time
 }
 
@@ -101,12 +101,12 @@ func WithDiscoverOptions(opts ...discover.Option) Option {
 // fill what the registry lacks. The default is the registry alone.
 func WithReleaseFiles(dir string) Option {
 	return func(o *options) error {
-		paths, err := filepath.Glob(filepath.Join(dir, "*", promote.FileName))
+		paths, err := filepath.Glob(filepath.Join(dir, "*", releasefile.FileName))
 		if err != nil {
 			return err
 		}
 		for _, p := range paths {
-			f, err := promote.ReadFile(p)
+			f, err := releasefile.ReadFile(p)
 			if err != nil {
 				return err
 			}
@@ -144,7 +144,7 @@ func (o *options) line(ctx context.Context, repo name.Repository) (*Line, error)
 		return nil, err
 	}
 	l := &Line{Name: path.Base(repo.RepositoryStr()), Repository: repo.Name()}
-	var rf *promote.File
+	var rf *releasefile.File
 	for _, f := range o.releaseFiles {
 		if f.Repository == repo.Name() {
 			rf = f

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"imagectl/internal/pep"
@@ -284,6 +285,20 @@ func Variant(cuda string) string {
 		return "cpu"
 	}
 	return "cu" + strings.ReplaceAll(cuda, ".", "")
+}
+
+// CUDAOfVariant is Variant's inverse: the CUDA runtime version of a torch
+// wheel variant, "cu124" -> "12.4", "cu130" -> "13.0"; "" for "cpu" and
+// anything it cannot read.
+func CUDAOfVariant(v string) string {
+	d, ok := strings.CutPrefix(v, "cu")
+	if !ok || len(d) < 2 {
+		return ""
+	}
+	if _, err := strconv.Atoi(d); err != nil {
+		return ""
+	}
+	return d[:len(d)-1] + "." + d[len(d)-1:]
 }
 
 // Variants lists the variants a torch release publishes, in catalog order.

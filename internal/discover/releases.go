@@ -65,7 +65,7 @@ func (r Release) Tag() string {
 	return ""
 }
 
-// releaseTagRE matches an immutable release tag (promote.NextTag):
+// releaseTagRE matches an immutable release tag (releasefile.NextTag):
 // IMAGE-YYYY.MM or IMAGE-YYYY.MM.N.
 var releaseTagRE = regexp.MustCompile(`^(.+)-([0-9]{4})\.(0[1-9]|1[0-2])(?:\.([0-9]+))?$`)
 

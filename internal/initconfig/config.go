@@ -12,11 +12,17 @@ package initconfig
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // Path is where the build bakes the runtime config into the image.
 const Path = "/etc/imagectl/runtime.json"
+
+// VenvPath is the Python virtual environment every wheel goes into: the
+// build creates it, the SBOM reads its METADATA and the verifier's probes
+// run its python.
+const VenvPath = "/opt/venv"
 
 // Config is the runtime config baked into the image from the spec's runtime
 // block (through the lock). Zero values mean "off" or "use the default"
@@ -75,6 +81,17 @@ type Storage struct {
 	// Required makes a timeout fatal (exit 75); otherwise the init warns
 	// and falls back to local paths.
 	Required bool `json:"required,omitempty"`
+}
+
+// On returns p relative to the storage's Path (the file's place on the
+// volume mounted there), and whether p is under it. An empty p or Path is
+// under nothing.
+func (s Storage) On(p string) (string, bool) {
+	if p == "" || s.Path == "" {
+		return "", false
+	}
+	rel, ok := strings.CutPrefix(p, strings.TrimSuffix(s.Path, "/")+"/")
+	return rel, ok && rel != ""
 }
 
 // Caches are cache directories, usually on storage.

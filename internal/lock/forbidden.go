@@ -11,6 +11,7 @@ import (
 	"pault.ag/go/debian/dependency"
 
 	"imagectl/internal/pep"
+	"imagectl/internal/shell"
 	"imagectl/internal/spec"
 )
 
@@ -104,7 +105,7 @@ func aptWhyScript(debs []Deb) string {
 	var b strings.Builder
 	b.WriteString("set -u\n{ apt-get update -qq && for p in")
 	for _, d := range debs {
-		b.WriteString(" " + shellQuote(d.Name+"="+d.Version))
+		b.WriteString(" " + shell.Quote(d.Name+"="+d.Version))
 	}
 	b.WriteString("; do apt-cache show --no-all-versions \"$p\" || exit 1; echo; done; } >/out/show.txt 2>/out/show.log\necho $? >/out/show.rc\n")
 	return b.String()
@@ -223,5 +224,3 @@ func shortestPath(starts []string, edges map[string][]string, target string) []s
 	}
 	return nil
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"imagectl/internal/verify"
+	"imagectl/internal/verify/result"
 )
 
 // The subset of policy-controller's ClusterImagePolicy (v1beta1) that the
@@ -79,7 +79,7 @@ func clusterImagePolicy(repos []name.Repository, o *options) cip {
 		{Name: authSignature, Key: key(o.key)},
 		{Name: authVerification, Key: key(o.verifierKey), Attestations: []attestation{{
 			Name:          "test-result",
-			PredicateType: verify.TestResultPredicateType,
+			PredicateType: result.TestResultPredicateType,
 			Policy:        &cipPolicy{Type: "cue", Data: testResultCUE},
 		}}},
 	}
@@ -110,7 +110,7 @@ func clusterImagePolicy(repos []name.Repository, o *options) cip {
 // other than PASSED conflicts, and policy-controller names the conflict.
 var testResultCUE = fmt.Sprintf(`predicateType: %q
 predicate: result: %q
-`, verify.TestResultPredicateType, verify.TestResultPassed)
+`, result.TestResultPredicateType, result.TestResultPassed)
 
 // allAuthoritiesRego is the ClusterImagePolicy-level policy: every
 // required authority matched (policy-controller admits on any one of them

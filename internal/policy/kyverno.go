@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"imagectl/internal/verify"
+	"imagectl/internal/verify/result"
 )
 
 // The subset of Kyverno's ClusterPolicy (kyverno.io/v1) that the rendered
@@ -117,11 +117,11 @@ func kyvernoPolicy(repos []name.Repository, o *options) clusterPolicy {
 	sig.Attestors = by(o.key)
 	ver := entry()
 	ver.Attestations = []kyAttestation{{
-		Type:      verify.TestResultPredicateType,
+		Type:      result.TestResultPredicateType,
 		Attestors: by(o.verifierKey),
 		Conditions: []anyAll{{All: []condition{{
-			Key: "{{ result }}", Operator: "Equals", Value: verify.TestResultPassed,
-			Message: fmt.Sprintf("imagectl release policy: the verifier's test-result attestation says {{ result }}, want %s", verify.TestResultPassed),
+			Key: "{{ result }}", Operator: "Equals", Value: result.TestResultPassed,
+			Message: fmt.Sprintf("imagectl release policy: the verifier's test-result attestation says {{ result }}, want %s", result.TestResultPassed),
 		}}}},
 	}}
 	if o.vulnMaxAge > 0 {

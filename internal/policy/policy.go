@@ -4,7 +4,7 @@
 // ClusterPolicy, from the same public keys promotion trusts.
 //
 // Both require, on the digest a pod runs, a cosign signature by the signer
-// key AND an in-toto test-result attestation (verify.TestResultPredicateType)
+// key AND an in-toto test-result attestation (result.TestResultPredicateType)
 // with result PASSED by the verifier key, whose subject is that digest
 // (both engines verify attestations with cosign's in-toto subject check), and
 // optionally a cosign vulnerability attestation (VulnPredicateType) by the
@@ -33,7 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"imagectl/internal/spec"
-	"imagectl/internal/verify"
+	"imagectl/internal/verify/result"
 )
 
 // Format is the admission engine a policy is rendered for.
@@ -190,7 +190,7 @@ func Render(f Format, repos []name.Repository, opts ...Option) ([]byte, error) {
 	fmt.Fprintf(&buf, "# for the release repositories %s.\n", strings.Join(repoNames(repos), ", "))
 	fmt.Fprintf(&buf, "# It admits an image only when its digest carries a cosign signature by the\n")
 	fmt.Fprintf(&buf, "# signer key AND an in-toto test-result attestation with result PASSED by the\n")
-	fmt.Fprintf(&buf, "# verifier key (%s)", verify.TestResultPredicateType)
+	fmt.Fprintf(&buf, "# verifier key (%s)", result.TestResultPredicateType)
 	if o.vulnMaxAge > 0 {
 		fmt.Fprintf(&buf, "\n# AND a vulnerability attestation by the signer key whose scan finished within\n")
 		fmt.Fprintf(&buf, "# %s (%s)", shortDuration(o.vulnMaxAge), VulnPredicateType)

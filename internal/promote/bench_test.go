@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/testenv"
 )
 
@@ -41,7 +42,7 @@ func BenchmarkPromote(b *testing.B) {
 		if path == "" {
 			path = f.releaseFile(nil)
 		}
-		if err := promote.Record(path, f.lock.Name, f.release, promote.Release{Source: d.String(), Month: "2026-12", Tags: []string{fmt.Sprintf("bench-%d", i)}}, "latest"); err != nil {
+		if err := releasefile.Record(path, f.lock.Name, f.release, releasefile.Release{Source: d.String(), Month: "2026-12", Tags: []string{fmt.Sprintf("bench-%d", i)}}, "latest"); err != nil {
 			b.Fatal(err)
 		}
 		proxy.reset()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/releasefile"
 )
 
 // Changelog renders the changelog of the release tag of l in month: the
@@ -14,7 +15,7 @@ import (
 // section per platform (each platform's image has its own base, debs and
 // wheels; a single-platform lock has one). prev and old are nil for a
 // first release.
-func Changelog(tag, month string, l *lock.Lock, prev *Release, old *lock.Lock) ([]byte, error) {
+func Changelog(tag, month string, l *lock.Lock, prev *releasefile.Release, old *lock.Lock) ([]byte, error) {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "# %s (%s)\n\n", tag, month)
 	switch {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/releasefile"
 )
 
 func changelogLock() *lock.Lock {
@@ -38,7 +39,7 @@ func TestChangelog(t *testing.T) {
 	// is new; and a platform the previous release had is reported dropped.
 	old := &lock.Lock{Name: "demo", Base: lock.Base{Ref: "base:bookworm", Platform: "linux/amd64", ManifestDigest: "sha256:" + strings.Repeat("a", 64)},
 		Apt: []lock.Deb{{Name: "jq", Version: "1.6-2.1", Arch: "amd64"}}, Pip: []lock.Wheel{{Name: "demo-core", Version: "0.9.0"}, {Name: "demo-util", Version: "1.0.0"}}}
-	prev := &Release{Source: "r/demo@sha256:" + strings.Repeat("0", 64), Tags: []string{"demo-2026.11"}, Month: "2026-11"}
+	prev := &releasefile.Release{Source: "r/demo@sha256:" + strings.Repeat("0", 64), Tags: []string{"demo-2026.11"}, Month: "2026-11"}
 	b, err = Changelog("demo-2026.12", "2026-12", l, prev, old)
 	if err != nil {
 		t.Fatalf("Changelog(second) = %v", err)

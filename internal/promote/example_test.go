@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 )
 
 // The release pipeline records each month's digest; promote.Run then makes
@@ -14,19 +15,19 @@ import (
 func ExampleRecord() {
 	dir, _ := os.MkdirTemp("", "releases")
 	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "images", "pytorch-2.6-cu124", promote.FileName)
+	path := filepath.Join(dir, "images", "pytorch-2.6-cu124", releasefile.FileName)
 	nov := "registry.example/staging/pytorch@sha256:" + strings.Repeat("1", 64)
 	dec := "registry.example/staging/pytorch@sha256:" + strings.Repeat("2", 64)
-	for _, r := range []promote.Release{
+	for _, r := range []releasefile.Release{
 		{Source: nov, Month: "2026-11", Tags: []string{"2.6-cu124-2026.11"}},
 		{Source: dec, Month: "2026-12", Tags: []string{"2.6-cu124-2026.12"}},
 	} {
-		if err := promote.Record(path, "pytorch-2.6-cu124", "registry.example/ml/pytorch", r, "2.6-cu124"); err != nil {
+		if err := releasefile.Record(path, "pytorch-2.6-cu124", "registry.example/ml/pytorch", r, "2.6-cu124"); err != nil {
 			fmt.Println(err)
 			return
 		}
 	}
-	f, err := promote.ReadFile(path)
+	f, err := releasefile.ReadFile(path)
 	if err != nil {
 		fmt.Println(err)
 		return

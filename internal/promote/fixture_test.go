@@ -24,6 +24,7 @@ import (
 
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/sign"
 	"imagectl/internal/verify"
 )
@@ -218,11 +219,11 @@ func (f *fixture) good() name.Digest {
 }
 
 // releaseFile writes releases.json with one release per source.
-func (f *fixture) releaseFile(moving map[string]string, rels ...promote.Release) string {
+func (f *fixture) releaseFile(moving map[string]string, rels ...releasefile.Release) string {
 	f.t.Helper()
-	path := filepath.Join(f.dir, promote.FileName)
-	file := &promote.File{SchemaVersion: promote.SchemaVersion, Image: f.lock.Name, Repository: f.release, Releases: rels, Moving: moving}
-	if err := promote.WriteFile(path, file); err != nil {
+	path := filepath.Join(f.dir, releasefile.FileName)
+	file := &releasefile.File{SchemaVersion: releasefile.SchemaVersion, Image: f.lock.Name, Repository: f.release, Releases: rels, Moving: moving}
+	if err := releasefile.WriteFile(path, file); err != nil {
 		f.t.Fatal(err)
 	}
 	return path

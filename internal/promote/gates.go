@@ -17,8 +17,9 @@ import (
 	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/sign"
-	"imagectl/internal/verify"
+	"imagectl/internal/verify/result"
 )
 
 // Gate names a promotion gate.
@@ -131,7 +132,7 @@ type wantLock struct {
 // (l, read from lockPath) when r was built from it or records no lock
 // digest, else the lock r records (LockDigest), so that an old month is
 // gated against its own lock and never blocks a newer one.
-func releaseLock(r Release, l *lock.Lock, lockPath string) wantLock {
+func releaseLock(r releasefile.Release, l *lock.Lock, lockPath string) wantLock {
 	if r.LockDigest == "" || r.LockDigest == l.Digest {
 		return wantLock{l: l, what: lockPath}
 	}
@@ -400,21 +401,16 @@ func (o *options) verified(ref name.Digest, what, wantLock string, found []*sign
 	passed := false
 	for _, f := range found {
 		for _, p := range f.Predicates[sign.VerificationPredicateType] {
-			var r verify.Result
+			var r result.Result
 			if err := json.Unmarshal(p, &r); err != nil {
 				verr = append(verr, fmt.Sprintf("verification predicate is not a result: %v", err))
 				continue
 			}
+			why := r.Against(ref.DigestStr(), wantLock)
 			switch {
-			case r.Digest != ref.DigestStr():
-				verr = append(verr, fmt.Sprintf("the verification result is for %s, not this digest", r.Digest))
-			case !r.Passed:
-				verr = append(verr, fmt.Sprintf("verification failed (%s)", failedChecks(r)))
-			case wantLock == "":
-				verr = append(verr, "no lock to compare the verified lock with")
-			case r.LockDigest != wantLock:
-				verr = append(verr, fmt.Sprintf("verified against lock %s, but the lock is %s", r.LockDigest, wantLock))
-			case o.requireContainer && (!verify.IsContainerRuntime(r.Runtime) || r.Proof == ""):
+			case why != "":
+				verr = append(verr, why)
+			case o.requireContainer && (!result.IsContainerRuntime(r.Runtime) || r.Proof == ""):
 				verr = append(verr, fmt.Sprintf("verified by the %s runtime (proof %q); the gate requires a container runtime that started this digest", r.Runtime, r.Proof))
 			default:
 				passed = true
@@ -433,16 +429,4 @@ func (o *options) verified(ref name.Digest, what, wantLock string, found []*sign
 			Reason: fmt.Sprintf("no passing verification of %s by a trusted verifier key (%s)", what, strings.Join(verr, "; "))})
 	}
 	return append(out, attestationRefusals(ref, what, "verifier", found, without(sign.Required(sign.VerifierKey, false), sign.VerificationPredicateType), nil)...)
-}
-func failedChecks(r verify.Result) string {
-	var names []string
-	for _, c := range r.Checks {
-		if c.Status == verify.Fail {
-			names = append(names, c.Name)
-		}
-	}
-	if len(names) == 0 {
-		return "passed=false"
-	}
-	return "failed checks: " + strings.Join(names, ", ")
 }

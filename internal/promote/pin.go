@@ -3,12 +3,14 @@ package promote
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/auth"
 	"imagectl/internal/lock"
+	"imagectl/internal/releasefile"
 )
 
 // Pinned is a release tag resolved to a verified digest.
@@ -118,7 +120,7 @@ type Listing struct {
 
 // List returns every tag of f, newest release first, moving tags before
 // the release tags of their digest.
-func List(f *File) []Listing {
+func List(f *releasefile.File) []Listing {
 	var out []Listing
 	for i := len(f.Releases) - 1; i >= 0; i-- {
 		r := f.Releases[i]
@@ -132,7 +134,7 @@ func List(f *File) []Listing {
 				movers = append(movers, t)
 			}
 		}
-		sortStrings(movers)
+		sort.Strings(movers)
 		for _, t := range movers {
 			out = append(out, Listing{Tag: t, Digest: digest, Month: r.Month, Moving: true, Source: r.Source, LockDigest: r.LockDigest, SupportEnd: r.SupportEnd})
 		}

@@ -16,6 +16,7 @@ import (
 
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/sign"
 )
 
@@ -66,7 +67,7 @@ func TestPromoteMultiPlatformIndex(t *testing.T) {
 	src, children := f.twoPlatformIndex()
 	amd := children["linux/amd64"]
 	f.attestVerification(amd, f.passing(amd), f.ver)
-	path := f.releaseFile(nil, promote.Release{Source: src.String(), Month: "2026-12", Tags: []string{"2.6-2026.12"}})
+	path := f.releaseFile(nil, releasefile.Release{Source: src.String(), Month: "2026-12", Tags: []string{"2.6-2026.12"}})
 
 	_, err := promote.Run(ctx, path, f.opts(promote.WithConfirm(true))...)
 	var re *promote.RefusedError

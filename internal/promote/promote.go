@@ -1,3 +1,9 @@
+// Package promote moves verified image digests from a staging repository to
+// a release repository, declaratively: a release file in git says which
+// digest carries which release tags, and Run reconciles the registry to it
+// after every digest has passed the gates (signed by a trusted key, a
+// passing verification attestation for exactly that digest by a trusted
+// verifier key, the lock attestation equal to the lock in git).
 package promote
 
 import (
@@ -16,6 +22,7 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
+	"imagectl/internal/releasefile"
 )
 
 // ActionKind is what one step of a promotion does.
@@ -71,7 +78,7 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	f, err := ReadFile(releaseFile)
+	f, err := releasefile.ReadFile(releaseFile)
 	if err != nil {
 		return nil, err
 	}
@@ -83,11 +90,11 @@ func Run(ctx context.Context, releaseFile string, opts ...Option) (*Result, erro
 }
 
 // Reconcile is Run on a release file held in memory, such as the file in
-// git plus a release not recorded yet (File.Add): the caller writes the
+// git plus a release not recorded yet (releasefile.File.Add): the caller writes the
 // file only once Reconcile succeeded, so a refused or failed promotion
 // leaves the file in git as it was. The lock in git is WithLockFile's,
 // which Reconcile requires.
-func Reconcile(ctx context.Context, f *File, opts ...Option) (*Result, error) {
+func Reconcile(ctx context.Context, f *releasefile.File, opts ...Option) (*Result, error) {
 	o, err := makeOptions(opts...)
 	if err != nil {
 		return nil, err
@@ -95,13 +102,13 @@ func Reconcile(ctx context.Context, f *File, opts ...Option) (*Result, error) {
 	if o.lockPath == "" {
 		return nil, errors.New("promote.Reconcile: no lock file (WithLockFile)")
 	}
-	if err := f.validate(); err != nil {
+	if err := f.Validate(); err != nil {
 		return nil, fmt.Errorf("release file of %s: %w", f.Image, err)
 	}
 	return o.run(ctx, f, o.lockPath)
 }
 
-func (o *options) run(ctx context.Context, f *File, lockPath string) (*Result, error) {
+func (o *options) run(ctx context.Context, f *releasefile.File, lockPath string) (*Result, error) {
 	l, err := lock.Read(lockPath)
 	if err != nil {
 		return nil, err
@@ -116,7 +123,7 @@ func (o *options) run(ctx context.Context, f *File, lockPath string) (*Result, e
 	var refusals []Refusal
 	var copies, tags []Action
 	byDigest := map[string]name.Digest{}
-	byRelease := map[string]Release{}
+	byRelease := map[string]releasefile.Release{}
 	childOf := map[string]name.Digest{}
 	for _, r := range f.Releases {
 		src, err := r.Digest()
@@ -409,12 +416,12 @@ func head(ref name.Reference, ro []remote.Option) (string, error) {
 // order. Each release file is gated on its own: a refusal in one stops
 // nothing in another. The error joins every file's error.
 func RunAll(ctx context.Context, dir string, opts ...Option) ([]*Result, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*", FileName))
+	paths, err := filepath.Glob(filepath.Join(dir, "*", releasefile.FileName))
 	if err != nil {
 		return nil, err
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("no release files (%s) under %s", filepath.Join("*", FileName), dir)
+		return nil, fmt.Errorf("no release files (%s) under %s", filepath.Join("*", releasefile.FileName), dir)
 	}
 	sort.Strings(paths)
 	var results []*Result

@@ -20,6 +20,7 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/sign"
 	"imagectl/internal/testenv"
 	"imagectl/internal/verify"
@@ -35,8 +36,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func rel(src string, month string, tags ...string) promote.Release {
-	return promote.Release{Source: src, Month: month, Tags: tags}
+func rel(src string, month string, tags ...string) releasefile.Release {
+	return releasefile.Release{Source: src, Month: month, Tags: tags}
 }
 
 func TestRefusals(t *testing.T) {
@@ -300,9 +301,9 @@ func TestPromote(t *testing.T) {
 		t.Errorf("second Run = %+v, %v; want no actions", res, err)
 	}
 
-	// December: Record adds a release and moves the moving tag; November stays.
+	// December: releasefile.Record adds a release and moves the moving tag; November stays.
 	dec := f.good()
-	if err := promote.Record(path, f.lock.Name, f.release, promote.Release{Source: dec.String(), Month: "2026-12", Tags: []string{"2.6-cu124-2026.12"}, LockDigest: f.lock.Digest}, "2.6-cu124"); err != nil {
+	if err := releasefile.Record(path, f.lock.Name, f.release, releasefile.Release{Source: dec.String(), Month: "2026-12", Tags: []string{"2.6-cu124-2026.12"}, LockDigest: f.lock.Digest}, "2.6-cu124"); err != nil {
 		t.Fatal(err)
 	}
 	res, err = promote.Run(ctx, path, f.opts(promote.WithConfirm(true))...)
@@ -345,9 +346,9 @@ func mustTag(t *testing.T, s string) name.Tag {
 	return tag
 }
 
-func mustRead(t *testing.T, path string) *promote.File {
+func mustRead(t *testing.T, path string) *releasefile.File {
 	t.Helper()
-	f, err := promote.ReadFile(path)
+	f, err := releasefile.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -33,7 +32,7 @@ func WithVulnerabilityPolicies(imgs ...spec.Image) Option {
 		}
 		for _, img := range imgs {
 			if v := img.Policy.Vulnerabilities; v != nil {
-				p := PolicyOf(v)
+				p := report.PolicyOf(v)
 				if err := p.Validate(); err != nil {
 					return fmt.Errorf("image %s: policy.vulnerabilities: %w", img.Name, err)
 				}
@@ -42,19 +41,6 @@ func WithVulnerabilityPolicies(imgs ...spec.Image) Option {
 		}
 		return nil
 	}
-}
-
-// PolicyOf is the gate's policy from the spec's block, defaults filled in
-// (max_severity "high", max_db_age 120h).
-func PolicyOf(v *spec.VulnerabilityPolicy) report.Policy {
-	p := report.Policy{MaxSeverity: v.MaxSeverity, FixableOnly: v.FixableOnly, Allow: v.Allow, MaxDBAge: time.Duration(v.MaxDBAge)}
-	if p.MaxSeverity == "" {
-		p.MaxSeverity = "high"
-	}
-	if p.MaxDBAge <= 0 {
-		p.MaxDBAge = report.DefaultMaxDBAge
-	}
-	return p
 }
 
 // vulnGate checks src against l's image's policy; nil when it has none.

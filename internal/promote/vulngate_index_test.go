@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/spec"
 )
 
@@ -23,7 +24,7 @@ func TestVulnerabilitiesGateIndex(t *testing.T) {
 		f.attestVerification(c, f.passing(c), f.ver)
 	}
 	img := spec.Image{Name: f.lock.Name, Policy: spec.Policy{Vulnerabilities: &spec.VulnerabilityPolicy{FixableOnly: true}}}
-	path := f.releaseFile(nil, promote.Release{Source: src.String(), Month: "2026-12", Tags: []string{"2.6-2026.12"}})
+	path := f.releaseFile(nil, releasefile.Release{Source: src.String(), Month: "2026-12", Tags: []string{"2.6-2026.12"}})
 	run := func() error {
 		_, err := promote.Run(f.ctx, path, f.opts(promote.WithConfirm(true), promote.WithVulnerabilityPolicies(img))...)
 		return err

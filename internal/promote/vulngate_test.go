@@ -10,6 +10,7 @@ import (
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/scan/report"
 	"imagectl/internal/sign"
 	"imagectl/internal/spec"
@@ -66,7 +67,7 @@ func TestVulnerabilitiesGate(t *testing.T) {
 			f := newFixture(t, newInProcessRegistry(t))
 			d := f.good()
 			tc.scan(f, d)
-			path := f.releaseFile(nil, promote.Release{Source: d.String(), Tags: []string{"2.6-cu124-2026.12"}, Month: "2026-12"})
+			path := f.releaseFile(nil, releasefile.Release{Source: d.String(), Tags: []string{"2.6-cu124-2026.12"}, Month: "2026-12"})
 			opts := f.opts(promote.WithConfirm(true))
 			if tc.policy {
 				opts = append(opts, promote.WithVulnerabilityPolicies(img))

@@ -26,7 +26,7 @@ import (
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
-	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 )
 
 // cancelBudget is how long imagectl may take to exit after SIGINT.
@@ -336,7 +336,7 @@ func TestE2ECancel(t *testing.T) {
 		t.Fatalf("release after the interrupted ones: exit %d\n%s", r.code, r.stderr)
 	}
 	cd.checkClean(t, ctx, r)
-	rf, err := promote.ReadFile(filepath.Join(cd.dr.images, "demo", promote.FileName))
+	rf, err := releasefile.ReadFile(filepath.Join(cd.dr.images, "demo", releasefile.FileName))
 	if err != nil || len(rf.Releases) != 1 {
 		t.Fatalf("release file = %+v, %v; want one release", rf, err)
 	}

@@ -23,6 +23,7 @@ import (
 
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/sign"
 	"imagectl/internal/spec"
 )
@@ -327,7 +328,7 @@ func (km *killMoment) check(t *testing.T, ctx context.Context, done bool) {
 			t.Errorf("%s: a pending file %s was left", dir, e.Name())
 		}
 	}
-	f, err := promote.ReadFile(filepath.Join(dir, promote.FileName))
+	f, err := releasefile.ReadFile(filepath.Join(dir, releasefile.FileName))
 	if errors.Is(err, fs.ErrNotExist) {
 		if done {
 			t.Errorf("no release file after the release finished")

@@ -22,7 +22,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"imagectl/internal/exitcode"
-	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/sign"
 	"imagectl/internal/testenv"
 	"imagectl/internal/verify"
@@ -90,7 +90,7 @@ func TestReleaseKubernetesCLIEndToEnd(t *testing.T) {
 		if r.FailedStage != StageVerify || !strings.Contains(r.Error, "patch jobs") || r.Reference != "" {
 			t.Errorf("%s: stopped at %q (%s), promoted %q; want it stopped at verify naming patch jobs, nothing promoted", r.Image, r.FailedStage, r.Error, r.Reference)
 		}
-		if _, err := os.Stat(filepath.Join(dr.images, r.Image, promote.FileName)); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dr.images, r.Image, releasefile.FileName)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: a release refused at verify wrote its release file (%v)", r.Image, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/scan/report"
 	"imagectl/internal/scan/scantest"
 	"imagectl/internal/sign"
@@ -57,8 +58,8 @@ func TestReleasePlatformsEndToEnd(t *testing.T) {
 	if !strings.Contains(err.Error(), "linux/arm64") || strings.Contains(err.Error(), "linux/amd64 sha256") {
 		t.Errorf("refusal = %v; want it to name linux/arm64 as unverified and not linux/amd64", err)
 	}
-	if _, err := os.Stat(filepath.Join(images, "demo", promote.FileName)); !os.IsNotExist(err) {
-		t.Errorf("a refused promotion wrote %s (stat: %v)", promote.FileName, err)
+	if _, err := os.Stat(filepath.Join(images, "demo", releasefile.FileName)); !os.IsNotExist(err) {
+		t.Errorf("a refused promotion wrote %s (stat: %v)", releasefile.FileName, err)
 	}
 	if _, err := remote.Head(mustTag(t, imgs[0].Repos.Release+":demo")); err == nil {
 		t.Errorf("a refused promotion tagged %s:demo", imgs[0].Repos.Release)

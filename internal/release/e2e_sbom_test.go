@@ -14,7 +14,7 @@ import (
 	"github.com/package-url/packageurl-go"
 	spdxjson "github.com/spdx/tools-golang/json"
 
-	"imagectl/internal/build"
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 	"imagectl/internal/pep"
 	"imagectl/internal/sbom"
@@ -153,8 +153,8 @@ func imagePackages(t *testing.T, ctx context.Context, ref name.Digest) ([]string
 dpkg-query -W -f '${db:Status-Status} ${Package}:${Architecture}=${Version}\n' > /tmp/dpkg
 grep '^installed ' /tmp/dpkg | cut -d' ' -f2
 echo ---
-if [ -x ` + build.VenvPath + `/bin/pip ]; then ` + build.VenvPath + `/bin/python -m pip list --format json
-else python3 -m pip --python ` + build.VenvPath + `/bin/python list --format json; fi`
+if [ -x ` + initconfig.VenvPath + `/bin/pip ]; then ` + initconfig.VenvPath + `/bin/python -m pip list --format json
+else python3 -m pip --python ` + initconfig.VenvPath + `/bin/python list --format json; fi`
 	args := []string{"run", "--rm", "--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"}
 	if strings.HasPrefix(ref.RegistryStr(), "127.0.0.1:") || strings.HasPrefix(ref.RegistryStr(), "localhost:") {
 		args = append(args, "--tls-verify=false")

@@ -15,6 +15,7 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/testenv"
 )
 
@@ -62,7 +63,7 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 		`count(imagectl_release_timestamp_seconds{image="demo"})`: 1,
 		`count(imagectl_verify_timestamp_seconds{image="demo"})`:  1,
 	})
-	rf, err := promote.ReadFile(filepath.Join(images, "demo", promote.FileName))
+	rf, err := releasefile.ReadFile(filepath.Join(images, "demo", releasefile.FileName))
 	if err != nil {
 		t.Fatalf("reading the release file: %v", err)
 	}
@@ -82,7 +83,7 @@ func TestReleaseDemoEndToEnd(t *testing.T) {
 
 	// A refused promotion (signatures checked against the wrong key) changes
 	// neither the release file nor the release repository's tags.
-	relFile := filepath.Join(images, "demo", promote.FileName)
+	relFile := filepath.Join(images, "demo", releasefile.FileName)
 	before, err := os.ReadFile(relFile)
 	if err != nil {
 		t.Fatal(err)

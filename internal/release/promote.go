@@ -11,6 +11,7 @@ import (
 	"imagectl/internal/discover"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/sign"
 )
 
@@ -30,8 +31,8 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 		return Promoted{}, err
 	}
 	prev := f.Previous(d)
-	tag := promote.NextTag(f, l.Name, r.cfg.Month, d)
-	rel := promote.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
+	tag := releasefile.NextTag(f, l.Name, r.cfg.Month, d)
+	rel := releasefile.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
 	if err := r.scanAndAttest(ctx, l, d); err != nil { // scan.go
 		return Promoted{}, err
 	}
@@ -60,9 +61,9 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	}
 	// Re-read under the file's lock before writing: what another process
 	// recorded meanwhile stays.
-	if err := promote.Update(ctx, relPath, func(f *promote.File) (*promote.File, error) {
+	if err := releasefile.Update(ctx, relPath, func(f *releasefile.File) (*releasefile.File, error) {
 		if f == nil {
-			f = &promote.File{}
+			f = &releasefile.File{}
 		}
 		return r.withRelease(f, l, rel)
 	}); err != nil {
@@ -75,7 +76,7 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 
 // withRelease is f with rel added and the moving tag NAME on it, in the
 // lock's release repository.
-func (r *Real) withRelease(f *promote.File, l *lock.Lock, rel promote.Release) (*promote.File, error) {
+func (r *Real) withRelease(f *releasefile.File, l *lock.Lock, rel releasefile.Release) (*releasefile.File, error) {
 	n := *f
 	if n.Image == "" {
 		n.Image = l.Name
@@ -93,7 +94,7 @@ func (r *Real) withRelease(f *promote.File, l *lock.Lock, rel promote.Release) (
 // writeChangelog writes images/<name>/changelog-TAG.md: the lock diff
 // against the previous release's lock, read from its signed lock attestation
 // (the lock in git may have moved since).
-func (r *Real) writeChangelog(ctx context.Context, l *lock.Lock, tag string, prev *promote.Release) (string, error) {
+func (r *Real) writeChangelog(ctx context.Context, l *lock.Lock, tag string, prev *releasefile.Release) (string, error) {
 	var old *lock.Lock
 	if prev != nil {
 		var err error
@@ -109,7 +110,7 @@ func (r *Real) writeChangelog(ctx context.Context, l *lock.Lock, tag string, pre
 	return path, atomicfile.Write(path, b, 0o644)
 }
 
-func (r *Real) releasedLock(ctx context.Context, rel *promote.Release) (*lock.Lock, error) {
+func (r *Real) releasedLock(ctx context.Context, rel *releasefile.Release) (*lock.Lock, error) {
 	d, err := rel.Digest()
 	if err != nil {
 		return nil, err
@@ -125,7 +126,7 @@ func (r *Real) releasedLock(ctx context.Context, rel *promote.Release) (*lock.Lo
 // support_months from the release month) on d, before promotion copies
 // d's attestations to the release repository, and records its end in rel.
 // An image without a window gets neither.
-func (r *Real) attestSupport(ctx context.Context, l *lock.Lock, d name.Digest, rel *promote.Release) error {
+func (r *Real) attestSupport(ctx context.Context, l *lock.Lock, d name.Digest, rel *releasefile.Release) error {
 	months := r.cfg.SupportMonths[l.Name]
 	if months == 0 {
 		return nil

@@ -20,7 +20,7 @@ import (
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
-	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/scan"
 	"imagectl/internal/sign"
 	"imagectl/internal/spec"
@@ -136,7 +136,7 @@ func NewReal(cfg Config) (*Real, error) {
 
 func (r *Real) lockPath(image string) string { return lock.Path(r.cfg.ImagesDir, image) }
 func (r *Real) releasePath(image string) string {
-	return filepath.Join(r.cfg.ImagesDir, image, promote.FileName)
+	return filepath.Join(r.cfg.ImagesDir, image, releasefile.FileName)
 }
 
 // Lock implements Stages: the lock in the images directory, checked against
@@ -234,10 +234,10 @@ func (r *Real) Build(ctx context.Context, l *lock.Lock) (Built, error) {
 }
 
 // releases reads the image's release file; a missing file is an empty one.
-func (r *Real) releases(image string) (*promote.File, error) {
-	f, err := promote.ReadFile(r.releasePath(image))
+func (r *Real) releases(image string) (*releasefile.File, error) {
+	f, err := releasefile.ReadFile(r.releasePath(image))
 	if errors.Is(err, fs.ErrNotExist) {
-		return &promote.File{}, nil
+		return &releasefile.File{}, nil
 	}
 	return f, err
 }

@@ -9,10 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/sync/errgroup"
 
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
@@ -200,22 +200,17 @@ func Run(ctx context.Context, imgs []spec.Image, s Stages, opts ...Option) ([]Ou
 		}
 	}
 	out := make([]Outcome, len(imgs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(o.jobs, max(len(imgs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				out[i] = runOne(ctx, imgs[i], s, &o)
-			}
-		}()
-	}
+	// o.jobs images at a time, started in imgs' order; an image's failure
+	// is its Outcome's, never a reason to stop the others.
+	var g errgroup.Group
+	g.SetLimit(o.jobs)
 	for i := range imgs {
-		next <- i
+		g.Go(func() error {
+			out[i] = runOne(ctx, imgs[i], s, &o)
+			return nil
+		})
 	}
-	close(next)
-	wg.Wait()
+	_ = g.Wait()
 	var errs []error
 	for _, oc := range out {
 		if oc.Err != nil {

@@ -19,7 +19,7 @@ type VerifyRuntime func(l *lock.Lock, d name.Digest) (verify.Runtime, error)
 // own) and returns the VerifyRuntime that builds it per image, by digest,
 // with the kind chosen and, for auto, why. With base.Storage empty, each
 // image verified in a container gets a throwaway ready storage folder
-// (ReadyStorage), removed afterwards. There is no fallback: a runtime that
+// (verify.ReadyStorage), removed afterwards. There is no fallback: a runtime that
 // cannot be found is an error, and in-place runs only when named (its
 // results are signed only when the init's fingerprint names the digest).
 func SelectVerifyRuntime(ctx context.Context, d verify.Detector, base verify.RuntimeConfig) (VerifyRuntime, string, string, error) {
@@ -46,7 +46,7 @@ func forKind(base verify.RuntimeConfig) VerifyRuntime {
 		if cfg.Kind == verify.RuntimeInPlace || cfg.Kind == verify.RuntimeKubernetes || cfg.Storage != "" || l.Runtime.Storage.Path == "" {
 			return verify.NewRuntime(l, cfg)
 		}
-		st, err := ReadyStorage(l)
+		st, err := verify.ReadyStorage(l)
 		if err != nil {
 			return nil, err
 		}

@@ -43,7 +43,7 @@ func TestSelectVerifyRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, ok := rt.(storageRuntime).Runtime.(*verify.Containerd)
+		c, ok := rt.(interface{ Unwrap() verify.Runtime }).Unwrap().(*verify.Containerd)
 		if !ok || c.Image != d || c.StoragePath != "/storage" {
 			t.Fatalf("runtime = %#v, want containerd for %s at /storage", rt, d)
 		}

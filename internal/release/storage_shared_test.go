@@ -9,6 +9,7 @@ import (
 
 	"imagectl/internal/lock"
 	"imagectl/internal/spec"
+	"imagectl/internal/verify"
 )
 
 // TestCheckSharedFingerprints: verifying images at once on one storage
@@ -63,7 +64,7 @@ func TestCheckSharedFingerprints(t *testing.T) {
 func TestReadyStorage(t *testing.T) {
 	l := &lock.Lock{Name: "demo"}
 	l.Runtime.Storage.Path, l.Runtime.Storage.ReadyFile = "/storage/", "/storage/sub/.ready"
-	st, err := ReadyStorage(l)
+	st, err := verify.ReadyStorage(l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestReadyStorage(t *testing.T) {
 	}
 	for _, rf := range []string{"/storage2/.ready", "/elsewhere/.ready", "/storage"} {
 		l.Runtime.Storage.Path, l.Runtime.Storage.ReadyFile = "/storage", rf
-		if st, err := ReadyStorage(l); err == nil || !strings.Contains(err.Error(), "not under its path") {
+		if st, err := verify.ReadyStorage(l); err == nil || !strings.Contains(err.Error(), "not under its path") {
 			if st != nil {
 				os.RemoveAll(st.Dir)
 			}

@@ -17,7 +17,7 @@ import (
 	"imagectl/internal/discover"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
-	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/scan"
 	"imagectl/internal/scan/scantest"
 	"imagectl/internal/sign"
@@ -275,7 +275,7 @@ spec:
 	// 4b. The support window is in the release file and, signed, in the
 	// registry, where stock cosign verifies it; the platform's daily
 	// re-scan reports last month's release expired instead of scanning it.
-	rf, err := promote.ReadFile(filepath.Join(dr.images, "demo", promote.FileName))
+	rf, err := releasefile.ReadFile(filepath.Join(dr.images, "demo", releasefile.FileName))
 	if err != nil || len(rf.Releases) != 2 || rf.Releases[0].SupportEnd != oldEnd.End || rf.Releases[1].SupportEnd != newEnd.End {
 		t.Errorf("release file = %+v, %v; want support ends %s and %s", rf, err, oldEnd.End, newEnd.End)
 	}

@@ -39,7 +39,7 @@ func (r *Real) Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*veri
 		if json.Unmarshal(p, &res) != nil {
 			continue
 		}
-		if res.Passed && res.Digest == img.DigestStr() && res.LockDigest == l.Digest {
+		if res.Against(img.DigestStr(), l.Digest) == "" {
 			return r.completeVerification(ctx, img, &res, found)
 		}
 	}

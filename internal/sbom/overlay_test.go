@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
 	"imagectl/internal/build"
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 	"imagectl/internal/sbom"
 	"imagectl/internal/sbom/sbomtest"
@@ -88,7 +89,7 @@ func TestReadOverlay(t *testing.T) {
 		layers: [][]sbomtest.File{
 			{osRel},
 			pipOnly,
-			{sbomtest.DistInfo("numpy", "1.26.4"), {Path: build.VenvPath + "/lib/python3.11/site-packages/.wh.setuptools-66.1.1.dist-info"}},
+			{sbomtest.DistInfo("numpy", "1.26.4"), {Path: initconfig.VenvPath + "/lib/python3.11/site-packages/.wh.setuptools-66.1.1.dist-info"}},
 			{initF},
 		},
 		python: []string{"numpy=1.26.4", "pip=23.0.1"},
@@ -151,7 +152,7 @@ func TestReadOverlay(t *testing.T) {
 // expression that is not SPDX-shaped, and debs give none.
 func TestReadLicenses(t *testing.T) {
 	md := func(name, version, headers string) sbomtest.File {
-		return sbomtest.File{Path: build.VenvPath + "/lib/python3.11/site-packages/" + name + "-" + version + ".dist-info/METADATA",
+		return sbomtest.File{Path: initconfig.VenvPath + "/lib/python3.11/site-packages/" + name + "-" + version + ".dist-info/METADATA",
 			Body: "Metadata-Version: 2.4\nName: " + name + "\nVersion: " + version + "\n" + headers + "\n\nbody\n"}
 	}
 	venv := []sbomtest.File{

@@ -24,6 +24,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"imagectl/internal/build"
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 	"imagectl/internal/pep"
@@ -101,7 +102,7 @@ func (inv *Inventory) Count(typ string) int {
 }
 
 // venvMetadata matches the METADATA file of every distribution in the venv.
-var venvMetadata = build.VenvPath + "/lib/python*/site-packages/*.dist-info/METADATA"
+var venvMetadata = initconfig.VenvPath + "/lib/python*/site-packages/*.dist-info/METADATA"
 
 var osRelease = []string{"/etc/os-release", "/usr/lib/os-release"}
 
@@ -230,7 +231,7 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 			p.License = lic
 		}
 		if seen[p.Name] {
-			return nil, fmt.Errorf("%s is installed twice in %s", p.Name, build.VenvPath)
+			return nil, fmt.Errorf("%s is installed twice in %s", p.Name, initconfig.VenvPath)
 		}
 		seen[p.Name] = true
 		inv.Packages = append(inv.Packages, p)
@@ -243,7 +244,7 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 	}
 	for _, w := range locked {
 		if !seen[pep.Normalize(w.Name)] {
-			return nil, mismatch(l, "locked wheel %s %s is not installed in %s", w.Name, w.Version, build.VenvPath)
+			return nil, mismatch(l, "locked wheel %s %s is not installed in %s", w.Name, w.Version, initconfig.VenvPath)
 		}
 	}
 

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/atomicfile"
+	"imagectl/internal/auth"
 	"imagectl/internal/logs"
 )
 
@@ -123,16 +124,11 @@ func openDB(ctx context.Context, src string, o *options) (*DB, error) {
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("vulnerability database %s: %w", src, err)
 	}
-	ref, perr := name.ParseReference(src, o.access.NameOptions(registryOf(src))...)
+	ref, perr := name.ParseReference(src, o.access.NameOptions(auth.RegistryOf(src))...)
 	if perr != nil || !strings.ContainsAny(src, "/:@") {
 		return nil, fmt.Errorf("vulnerability database %s: no such file, and not an image reference", src)
 	}
 	return pullDB(ctx, ref, o)
-}
-
-func registryOf(s string) string {
-	host, _, _ := strings.Cut(s, "/")
-	return host
 }
 
 // readDir opens dir/vulnerability.db.

@@ -12,8 +12,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
-	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/scan/report"
 	"imagectl/internal/sign"
 )
@@ -78,17 +79,17 @@ func Releases(ctx context.Context, imagesDir, pubKeyPath string, db *DB, policie
 	if err != nil {
 		return nil, err
 	}
-	paths, err := filepath.Glob(filepath.Join(imagesDir, "*", promote.FileName))
+	paths, err := filepath.Glob(filepath.Join(imagesDir, "*", releasefile.FileName))
 	if err != nil {
 		return nil, err
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("no release files (%s) under %s", filepath.Join("*", promote.FileName), imagesDir)
+		return nil, fmt.Errorf("no release files (%s) under %s", filepath.Join("*", releasefile.FileName), imagesDir)
 	}
 	sort.Strings(paths)
 	var out, breaking []Rescan
 	for _, p := range paths {
-		f, err := promote.ReadFile(p)
+		f, err := releasefile.ReadFile(p)
 		if err != nil {
 			return out, err
 		}
@@ -109,7 +110,7 @@ func Releases(ctx context.Context, imagesDir, pubKeyPath string, db *DB, policie
 					New: []Finding{}, Breaking: []report.Violation{}, Expired: rel.SupportEnd})
 				continue
 			}
-			ref, err := name.NewDigest(f.Repository+"@"+src.DigestStr(), o.access.NameOptions(registryOf(f.Repository))...)
+			ref, err := name.NewDigest(f.Repository+"@"+src.DigestStr(), o.access.NameOptions(auth.RegistryOf(f.Repository))...)
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", p, err)
 			}

@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/exitcode"
-	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/sbom/sbomtest"
 	"imagectl/internal/scan"
 	"imagectl/internal/scan/report"
@@ -98,8 +98,8 @@ func newReleasedDemo(t *testing.T, platforms int) *releasedDemo {
 			t.Fatal(err)
 		}
 	}
-	if err := promote.Record(filepath.Join(d.images, "demo", promote.FileName), "demo", d.release,
-		promote.Release{Source: d.source.String(), Month: "2026-12", Tags: []string{"1.0-2026.12"}}, "1.0"); err != nil {
+	if err := releasefile.Record(filepath.Join(d.images, "demo", releasefile.FileName), "demo", d.release,
+		releasefile.Release{Source: d.source.String(), Month: "2026-12", Tags: []string{"1.0-2026.12"}}, "1.0"); err != nil {
 		t.Fatal(err)
 	}
 	return d

@@ -1,5 +1,7 @@
 package sign
 
+import "imagectl/internal/verify/result"
+
 // Key names the key that signs an attestation.
 type Key string
 
@@ -13,14 +15,14 @@ const (
 )
 
 // VerificationPredicateType: the predicate is a verification result
-// (verify.Result, whose PredicateType is this constant), signed by the
+// (result.Result of internal/verify/result, whose PredicateType it is), signed by the
 // verifier key.
-const VerificationPredicateType = "https://imagectl.dev/attestations/verification/v1"
+const VerificationPredicateType = result.PredicateType
 
 // TestResultPredicateType: the in-toto test-result v0.1 predicate of the
 // same verification (verify.Result.TestResult), signed by the verifier
 // key: what stock admission policies read.
-const TestResultPredicateType = "https://in-toto.io/attestation/test-result/v0.1"
+const TestResultPredicateType = result.TestResultPredicateType
 
 // Attestation is one attestation that every released digest carries.
 type Attestation struct {

@@ -40,18 +40,3 @@ func (e *NotRunError) Unwrap() error { return e.Err }
 
 // ExitCode implements exitcode.Coder.
 func (e *NotRunError) ExitCode() int { return exitcode.VerifyNotRun }
-
-// UnsignableError is a result that must not be signed as the verification
-// of Digest: it is reported, not attested. Its exit code is
-// exitcode.Failure.
-type UnsignableError struct {
-	Digest string
-	Reason string
-}
-
-func (e *UnsignableError) Error() string {
-	return fmt.Sprintf("not signing the verification of %s: %s", e.Digest, e.Reason)
-}
-
-// ExitCode implements exitcode.Coder.
-func (e *UnsignableError) ExitCode() int { return exitcode.Failure }

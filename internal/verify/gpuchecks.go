@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"imagectl/internal/compat"
 	"imagectl/internal/lock"
 	"imagectl/internal/version"
 )
@@ -24,7 +25,7 @@ func torchChecks(l *lock.Lock, t torchOut, gpu bool, hostGPUs int, secs float64)
 	}
 	out = append(out, tv)
 
-	wantCUDA := cudaFromVariant(l.Core.TorchVariant)
+	wantCUDA := compat.CUDAOfVariant(l.Core.TorchVariant)
 	if l.Core.TorchVariant == "" {
 		wantCUDA = l.Core.CUDA
 	}

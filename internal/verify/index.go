@@ -12,6 +12,7 @@ import (
 
 	"imagectl/internal/lock"
 	"imagectl/internal/sign"
+	"imagectl/internal/verify/result"
 )
 
 // UnverifiedPlatformsError: AttestIndex found platform images of the
@@ -60,7 +61,7 @@ func AttestIndex(ctx context.Context, index name.Digest, l *lock.Lock, verifierP
 	if len(missing) > 0 {
 		return &UnverifiedPlatformsError{Index: index, Missing: missing}
 	}
-	pred, err := marshalTestResult(tr, index.DigestStr(), l.Digest)
+	pred, err := result.MarshalTestResult(tr, index.DigestStr(), l.Digest)
 	if err != nil {
 		return err
 	}

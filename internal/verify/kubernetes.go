@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/shell"
 )
 
 // GPUResource is the extended resource the NVIDIA device plugin offers.
@@ -146,7 +147,7 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 			src = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: cfg.StorageClaim}}
 		} else if rf := l.Runtime.Storage.ReadyFile; rf != "" {
 			// The emptyDir stands in for the platform's storage as
-			// release.ReadyStorage's folder does for a container: it carries
+			// ReadyStorage's folder does for a container: it carries
 			// the ready file (an empty file of the ConfigMap), so the init
 			// finds the storage ready and puts TMPDIR, the caches and the
 			// fingerprint on it instead of waiting storage.timeout.
@@ -193,7 +194,7 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 // jobScript is run.sh: every probe in the order Run evaluates them.
 func jobScript(l *lock.Lock, cfg JobConfig) string {
 	var b strings.Builder
-	q := shellQuote
+	q := shell.Quote
 	fmt.Fprintf(&b, "#!/bin/sh\n# imagectl verify probes for %s (lock %s)\nset -u\nP=%s\nPY=%s\n", l.Name, l.Digest, probeMount, q(cfg.Python))
 	envArgs := ""
 	if fp := l.Runtime.FingerprintPath; fp != "" {
@@ -223,10 +224,6 @@ func jobScript(l *lock.Lock, cfg JobConfig) string {
 		fmt.Fprintf(&b, "\"$PY\" \"$P/compile.py\" --cache-dir \"$D\" --phase warm --device %s --remove-after\n", device)
 	}
 	return b.String()
-}
-
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // ValidateJob checks the rendered objects against the Kubernetes API

@@ -51,19 +51,6 @@ var (
 	ErrForbidden = errors.New("forbidden by the cluster's RBAC")
 )
 
-// PodRun is where the kubelet ran the probes, as the API server reports
-// it: the proof of a Kubernetes verification.
-type PodRun struct {
-	Namespace string `json:"namespace"`
-	Job       string `json:"job"`
-	Name      string `json:"name"`
-	UID       string `json:"uid"`
-	Node      string `json:"node"`
-	// ImageID is the container's status.containerStatuses[].imageID: the
-	// image the kubelet ran, repo@sha256:... .
-	ImageID string `json:"image_id"`
-}
-
 // PodRunner is a Runtime that ran the probes in a Kubernetes pod.
 type PodRunner interface {
 	// RanPod is the pod the probes ran in (nil before it ran).

@@ -31,7 +31,7 @@ type pipGuardOut struct {
 }
 
 // pipGuardCheck checks that the image pins its whole locked wheel closure
-// for pip (build.ConstraintPath through PIP_CONSTRAINT) and that pip, in
+// for pip (the build's ConstraintPath through PIP_CONSTRAINT) and that pip, in
 // the image, refuses to move a locked version and still adds a new project.
 func pipGuardCheck(wheels []lock.Wheel, g pipGuardOut) Check {
 	c := Check{Name: "pip.constraints", Threshold: fmt.Sprintf("the lock's %d wheels pinned; a locked version cannot move", len(wheels)), Status: Pass}

@@ -13,24 +13,6 @@ import (
 	"imagectl/internal/sign"
 )
 
-// Platform statuses in Result.Platforms.
-const (
-	PlatformVerified    = "verified"
-	PlatformFailed      = "failed"
-	PlatformNotVerified = "not verified"
-)
-
-// PlatformStatus is one platform of a multi-platform image in a result.
-type PlatformStatus struct {
-	// Platform is "linux/arm64".
-	Platform string `json:"platform"`
-	// Digest is that platform's image inside the index.
-	Digest string `json:"digest"`
-	// Status is PlatformVerified or PlatformFailed for the platform that
-	// ran, PlatformNotVerified for the others.
-	Status string `json:"status"`
-}
-
 // HostPlatform is the platform of the machine verify runs on ("linux/amd64").
 func HostPlatform() string { return runtime.GOOS + "/" + runtime.GOARCH }
 

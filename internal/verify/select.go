@@ -18,29 +18,6 @@ import (
 	"imagectl/internal/lock"
 )
 
-// The runtimes by name, as --runtime takes them and Result.Runtime records
-// them.
-const (
-	RuntimeAuto       = "auto"
-	RuntimeInPlace    = "in-place"
-	RuntimeContainerd = "containerd"
-	RuntimePodman     = "podman"
-	RuntimeDocker     = "docker"
-	RuntimeKubernetes = "kubernetes"
-)
-
-// IsContainerRuntime reports whether the runtime named starts the image,
-// by digest, in a container of its own for the probes (containerd, podman,
-// docker, a Kubernetes Job), rather than running them in imagectl's own
-// environment.
-func IsContainerRuntime(runtime string) bool {
-	switch runtime {
-	case RuntimeContainerd, RuntimePodman, RuntimeDocker, RuntimeKubernetes:
-		return true
-	}
-	return false
-}
-
 // ShmBytes is the /dev/shm size verification gives the image's containers:
 // the lock's runtime.min_shm_bytes, at least 1 GiB.
 func ShmBytes(l *lock.Lock) int64 {

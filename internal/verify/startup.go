@@ -7,31 +7,6 @@ import (
 	"strings"
 )
 
-// Startup is the image's first step as a workload meets it (WithStartup):
-// from the runtime's first call (the pull and unpack, or a lazy pull's
-// mount) to the end of a first matmul after `import torch` (for a lock
-// without torch: the interpreter's start; Device "none").
-type Startup struct {
-	// Seconds is the whole: pull, container start, import, first step.
-	Seconds float64 `json:"seconds"`
-	// PullSeconds is the runtime's pull and unpack (or lazy mount), when
-	// the runtime reports it (containerd); 0 otherwise.
-	PullSeconds float64 `json:"pull_seconds,omitempty"`
-	// ImportSeconds and StepSeconds are the probe's own: from the
-	// interpreter's start to the end of `import torch`, then the matmul.
-	ImportSeconds float64 `json:"import_seconds"`
-	StepSeconds   float64 `json:"step_seconds"`
-	// Device is where the matmul ran: cuda or cpu; "none" without torch.
-	Device string `json:"device"`
-	// FileCount is len(Files).
-	FileCount int `json:"file_count"`
-	// Files are the image's files the process had open after the step, in
-	// the order they came (imported modules, then mapped files): the
-	// prioritized files of an eStargz build. Not in the JSON result (see
-	// `imagectl verify --startup-files`).
-	Files []string `json:"-"`
-}
-
 type firstStepOut struct {
 	Probe         string   `json:"probe"`
 	Device        string   `json:"device"`

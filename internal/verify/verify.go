@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"imagectl/internal/auth"
-	"imagectl/internal/build"
+	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 )
@@ -105,7 +105,7 @@ func ImagePython(l *lock.Lock) string {
 	case l.Python.Path == "":
 		return ""
 	case len(l.Pip) > 0:
-		return build.VenvPath + "/bin/python"
+		return initconfig.VenvPath + "/bin/python"
 	default:
 		return l.Python.Path
 	}

@@ -8,20 +8,6 @@ import (
 	"imagectl/internal/version"
 )
 
-// cudaFromVariant maps a torch wheel variant to its CUDA runtime version:
-// "cu124" -> "12.4", "cu130" -> "13.0". It returns "" for "cpu" and
-// anything it cannot read.
-func cudaFromVariant(v string) string {
-	d, ok := strings.CutPrefix(v, "cu")
-	if !ok || len(d) < 2 {
-		return ""
-	}
-	if _, err := strconv.Atoi(d); err != nil {
-		return ""
-	}
-	return d[:len(d)-1] + "." + d[len(d)-1:]
-}
-
 // cudnnString renders torch.backends.cudnn.version(): 90100 -> "9.1.0"
 // (cuDNN 9 encodes major*10000+minor*100+patch), 8902 -> "8.9.2"
 // (cuDNN 8 and older encode major*1000+minor*100+patch).

@@ -2,14 +2,6 @@ package verify
 
 import "testing"
 
-func TestCUDAFromVariant(t *testing.T) {
-	for in, want := range map[string]string{"cu118": "11.8", "cu124": "12.4", "cu130": "13.0", "cpu": "", "cuXY": "", "": ""} {
-		if got := cudaFromVariant(in); got != want {
-			t.Errorf("cudaFromVariant(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestCUDNN(t *testing.T) {
 	for in, want := range map[int]string{90100: "9.1.0", 91900: "9.19.0", 90501: "9.5.1", 8902: "8.9.2", 8700: "8.7.0"} {
 		if got := cudnnString(in); got != want {

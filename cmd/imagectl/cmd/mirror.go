@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/mirror"
 )
@@ -56,7 +57,7 @@ another error; 69 a registry that cannot be reached.`,
 				if len(artifact) != 2 || len(args) > 0 {
 					return exitcode.Wrap(exitcode.Usage, errors.New("--artifact takes SRC,DST_REPO and no specs"))
 				}
-				dst, err := name.NewRepository(artifact[1], accessOf(cmd).NameOptions(strings.SplitN(artifact[1], "/", 2)[0])...)
+				dst, err := name.NewRepository(artifact[1], accessOf(cmd).NameOptions(auth.RegistryOf(artifact[1]))...)
 				if err != nil {
 					return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--artifact destination %q: %w", artifact[1], err))
 				}

@@ -12,6 +12,7 @@ import (
 	"imagectl/internal/discover"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 )
 
 func newPinCmd() *cobra.Command {
@@ -122,7 +123,7 @@ func pinTag(imagesDir, arg string) (name.Tag, error) {
 	}
 	repo, tag := arg[:i], arg[i+1:]
 	if !strings.Contains(repo, "/") {
-		f, err := promote.ReadFile(filepath.Join(imagesDir, repo, promote.FileName))
+		f, err := releasefile.ReadFile(filepath.Join(imagesDir, repo, releasefile.FileName))
 		if err != nil {
 			return name.Tag{}, err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"imagectl/internal/discover"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 )
 
 // trustFlags are the public keys promote and pin trust.
@@ -70,7 +71,7 @@ func releaseFilePath(imagesDir, arg string) string {
 	if strings.HasSuffix(arg, ".json") || strings.ContainsRune(arg, filepath.Separator) {
 		return arg
 	}
-	return filepath.Join(imagesDir, arg, promote.FileName)
+	return filepath.Join(imagesDir, arg, releasefile.FileName)
 }
 
 func newPromoteCmd() *cobra.Command {

@@ -19,6 +19,7 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 	"imagectl/internal/sbom/sbomtest"
 	"imagectl/internal/verify"
 )
@@ -110,7 +111,7 @@ func TestSignPromotePinCLI(t *testing.T) {
 	}
 
 	release := reg + "/ml/demo"
-	if err := promote.Record(filepath.Join(imgDir, promote.FileName), "demo", release, promote.Release{Source: ref.String(), Month: "2026-12", Tags: []string{"1.0-2026.12"}}, "1.0"); err != nil {
+	if err := releasefile.Record(filepath.Join(imgDir, releasefile.FileName), "demo", release, releasefile.Release{Source: ref.String(), Month: "2026-12", Tags: []string{"1.0-2026.12"}}, "1.0"); err != nil {
 		t.Fatal(err)
 	}
 	trust := []string{"--images", filepath.Join(dir, "images"), "--key", filepath.Join(keys, "cosign.pub"), "--verifier-key", filepath.Join(vkeys, "cosign.pub")}

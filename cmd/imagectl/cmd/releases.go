@@ -13,6 +13,7 @@ import (
 	"imagectl/internal/discover"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 )
 
 func newReleasesCmd() *cobra.Command {
@@ -66,7 +67,7 @@ tags marked.`,
 				}
 				return writeReleases(cmd.OutOrStdout(), repo, rs)
 			}
-			f, err := promote.ReadFile(releaseFilePath(imagesDir, args[0]))
+			f, err := releasefile.ReadFile(releaseFilePath(imagesDir, args[0]))
 			if err != nil {
 				return err
 			}

@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/monitoring"
-	"imagectl/internal/promote"
 	"imagectl/internal/scan"
 	"imagectl/internal/scan/report"
 	"imagectl/internal/sign"
@@ -198,7 +198,7 @@ imagectl mirror --artifact copies it to another registry by digest.`,
 		Example: `  imagectl scan push-db vulnerability-db_v6.1.10_2026-12-01T05:00:00Z_1764565200.tar.zst reg/platform/grype-db:latest`,
 		Args:    usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := name.ParseReference(args[1], accessOf(cmd).NameOptions(strings.SplitN(args[1], "/", 2)[0])...)
+			ref, err := name.ParseReference(args[1], accessOf(cmd).NameOptions(auth.RegistryOf(args[1]))...)
 			if err != nil {
 				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%q: %w", args[1], err))
 			}
@@ -260,7 +260,7 @@ func prepareRescan(cmd *cobra.Command, dir, pubKey string, sf *scanFlags, sign *
 		}
 		for _, img := range imgs {
 			if v := img.Policy.Vulnerabilities; v != nil {
-				policies[img.Name] = promote.PolicyOf(v)
+				policies[img.Name] = report.PolicyOf(v)
 			}
 		}
 	}

@@ -18,7 +18,7 @@
 //	gputool diff OLD NEW
 //	    bytes of NEW's layers that OLD lacks, against NEW's size (JSON)
 //	gputool record FILE IMAGE REPO SOURCE TAG MONTH LOCK_DIGEST MOVING
-//	    record a release in a release file (promote.Record)
+//	    record a release in a release file (releasefile.Record)
 //	gputool mklock [flags]
 //	    lock the environment it runs in (mklock.go)
 //	gputool registry --addr 127.0.0.1:5000 --dir DIR
@@ -55,7 +55,7 @@ import (
 	"imagectl/hack/internal/rootfs"
 	"imagectl/internal/dpkg"
 	"imagectl/internal/lock"
-	"imagectl/internal/promote"
+	"imagectl/internal/releasefile"
 )
 
 func main() {
@@ -110,8 +110,8 @@ func run(ctx context.Context, args []string) error {
 		if len(args) != 9 {
 			return errors.New("usage: gputool record FILE IMAGE REPO SOURCE TAG MONTH LOCK_DIGEST MOVING")
 		}
-		return promote.Record(args[1], args[2], args[3],
-			promote.Release{Source: args[4], Tags: []string{args[5]}, Month: args[6], LockDigest: args[7]}, args[8])
+		return releasefile.Record(args[1], args[2], args[3],
+			releasefile.Release{Source: args[4], Tags: []string{args[5]}, Month: args[6], LockDigest: args[7]}, args[8])
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }

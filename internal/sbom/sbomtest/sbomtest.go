@@ -100,7 +100,7 @@ func DistInfo(name, version string) File {
 	if lic, ok := LicenseExpressions[name]; ok {
 		md = "Metadata-Version: 2.4\nName: " + name + "\nVersion: " + version + "\nSummary: " + name + "\nLicense-Expression: " + lic + "\n"
 	}
-	return File{Path: build.VenvPath + "/lib/python3.11/site-packages/" + dir + "/METADATA",
+	return File{Path: initconfig.VenvPath + "/lib/python3.11/site-packages/" + dir + "/METADATA",
 		Body: md + "\nLong description: Name: not-this\n"}
 }
 
@@ -139,7 +139,7 @@ func Image(l *lock.Lock) (v1.Image, error) {
 			if l.Resolver.Version != "" {
 				pip = l.Resolver.Version
 			}
-			files = append(files, DistInfo("pip", pip), File{Path: build.VenvPath + "/pyvenv.cfg", Body: "home = /usr/bin\n"})
+			files = append(files, DistInfo("pip", pip), File{Path: initconfig.VenvPath + "/pyvenv.cfg", Body: "home = /usr/bin\n"})
 		case build.KindBig, build.KindPeriphery:
 			for _, w := range pl.Wheels {
 				files = append(files, DistInfo(w.Name, w.Version))

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"imagectl/internal/spec"
 )
 
 // DefaultMaxDBAge is the oldest database a scan accepts by default:
@@ -100,4 +102,17 @@ func Evaluate(r *Result, p Policy) []Violation {
 		}
 	}
 	return out
+}
+
+// PolicyOf is the vulnerability policy (promotion's gate, the re-scan's verdict) from the spec's block, defaults filled in
+// (max_severity "high", max_db_age 120h).
+func PolicyOf(v *spec.VulnerabilityPolicy) Policy {
+	p := Policy{MaxSeverity: v.MaxSeverity, FixableOnly: v.FixableOnly, Allow: v.Allow, MaxDBAge: time.Duration(v.MaxDBAge)}
+	if p.MaxSeverity == "" {
+		p.MaxSeverity = "high"
+	}
+	if p.MaxDBAge <= 0 {
+		p.MaxDBAge = DefaultMaxDBAge
+	}
+	return p
 }

@@ -1,10 +1,9 @@
-// Package promote moves verified image digests from a staging repository to
-// a release repository, declaratively: a release file in git says which
-// digest carries which release tags, and Run reconciles the registry to it
-// after every digest has passed the gates (signed by a trusted key, a
-// passing verification attestation for exactly that digest by a trusted
-// verifier key, the lock attestation equal to the lock in git).
-package promote
+// Package releasefile is the release file, images/<image>/releases.json:
+// which staging digest carries which release tags. Promotion reconciles the
+// registry to it and records into it (under the file's lock, Update); the
+// re-scan, the catalog and pin read it. It is its own package so that
+// none of them imports another's stage for its format.
+package releasefile
 
 import (
 	"bytes"
@@ -91,13 +90,14 @@ func Parse(path string, b []byte) (*File, error) {
 	if err := strictjson.Decode(b, &f, "release object"); err != nil {
 		return nil, &FormatError{Path: path, Err: err}
 	}
-	if err := f.validate(); err != nil {
+	if err := f.Validate(); err != nil {
 		return nil, &FormatError{Path: path, Err: err}
 	}
 	return &f, nil
 }
 
-func (f *File) validate() error {
+// Validate reports what makes f an invalid release file (Parse's checks).
+func (f *File) Validate() error {
 	if f.SchemaVersion != SchemaVersion {
 		return fmt.Errorf("schema_version %d is not supported (this imagectl reads version %d)", f.SchemaVersion, SchemaVersion)
 	}
@@ -182,7 +182,7 @@ func Marshal(f *File) ([]byte, error) {
 	if f.SchemaVersion == 0 {
 		f.SchemaVersion = SchemaVersion
 	}
-	if err := f.validate(); err != nil {
+	if err := f.Validate(); err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
@@ -265,7 +265,7 @@ func (f *File) Add(rel Release, moving ...string) error {
 	if n.SchemaVersion == 0 {
 		n.SchemaVersion = SchemaVersion
 	}
-	if err := n.validate(); err != nil {
+	if err := n.Validate(); err != nil {
 		return fmt.Errorf("recording release %s: %w", rel.Source, err)
 	}
 	*f = *n
@@ -298,5 +298,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

@@ -1,4 +1,4 @@
-package promote
+package releasefile
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/gofrs/flock"
 )
 
 // lockPoll is how often Update asks again for a lock another process
@@ -59,29 +59,14 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() {
-				_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
-				f.Close()
-			}, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
-			return nil, err
-		}
-		t := time.NewTimer(lockPoll)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			f.Close()
+	fl := flock.New(path, flock.SetPermissions(0o644))
+	locked, err := fl.TryLockContext(ctx, lockPoll)
+	if !locked {
+		fl.Close()
+		if ctx.Err() != nil {
 			return nil, fmt.Errorf("waiting for another process's lock on %s: %w", path, context.Cause(ctx))
 		}
+		return nil, err
 	}
+	return func() { _ = fl.Unlock() }, nil
 }

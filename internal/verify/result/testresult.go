@@ -1,4 +1,4 @@
-package verify
+package result
 
 import (
 	"bytes"
@@ -9,15 +9,13 @@ import (
 	testresult "github.com/in-toto/attestation/go/predicates/test_result/v0"
 	intoto "github.com/in-toto/attestation/go/v1"
 	"google.golang.org/protobuf/encoding/protojson"
-
-	"imagectl/internal/sign"
 )
 
 // TestResultPredicateType is the in-toto test-result predicate type: the
 // verification result in the standard shape that stock admission policies
 // (sigstore policy-controller, Kyverno) read. Attest writes it beside the
 // PredicateType attestation, signed by the same key.
-const TestResultPredicateType = sign.TestResultPredicateType
+const TestResultPredicateType = "https://in-toto.io/attestation/test-result/v0.1"
 
 // The test-result predicate's result values (in-toto test-result v0.1).
 const (
@@ -45,12 +43,12 @@ func (r *Result) TestResult() ([]byte, error) {
 			tr.WarnedTests = append(tr.WarnedTests, c.Name)
 		}
 	}
-	return marshalTestResult(tr, r.Digest, r.LockDigest)
+	return MarshalTestResult(tr, r.Digest, r.LockDigest)
 }
 
-// marshalTestResult sets tr's configuration to the lock lockDigest (none
+// MarshalTestResult sets tr's configuration to the lock lockDigest (none
 // when "") and encodes it compactly; what names the subject in errors.
-func marshalTestResult(tr *testresult.TestResult, what, lockDigest string) ([]byte, error) {
+func MarshalTestResult(tr *testresult.TestResult, what, lockDigest string) ([]byte, error) {
 	if lockDigest != "" {
 		alg, hex, ok := strings.Cut(lockDigest, ":")
 		lock := &intoto.ResourceDescriptor{Name: "lock", Digest: map[string]string{alg: hex}}

@@ -52,6 +52,3 @@ const (
 	CategoryHost        = result.CategoryHost
 	CategoryImage       = result.CategoryImage
 )
-
-// IsContainerRuntime is result.IsContainerRuntime.
-func IsContainerRuntime(runtime string) bool { return result.IsContainerRuntime(runtime) }

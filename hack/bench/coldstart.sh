@@ -5,6 +5,8 @@
 # stargz-snapshotter). Prints full-s/op, lazy-s/op and the ratio lazy/full
 # from one interleaved run. The GPU machine's figures for the 3.8 GB torch
 # image are in docs/gpu-runs/2026-12-04-nvidia-h200-coldstart.
+# stargz-snapshotter keeps fetched chunks in its cache across mounts: lazy
+# iterations after the first are warm (docs/build.md, "Lazy pulling").
 # IMAGECTL_BENCH_COLDSTART_N sets the iterations (default 3).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

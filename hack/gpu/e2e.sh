@@ -173,6 +173,28 @@ phase_build() {
   save build
 }
 
+# start_containerd DIR [TOML]: a containerd of its own under DIR (root,
+# state, socket DIR/c.sock; CRI and NRI off), TOML appended to its config;
+# sets cpid and returns once the socket is there.
+start_containerd() {
+  local dir=$1 i
+  mkdir -p "$dir"
+  cat > "$dir/config.toml" <<TOML
+version = 3
+root = "$dir/root"
+state = "$dir/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.podsandbox.controller.v1.podsandbox", "io.containerd.nri.v1.nri"]
+[grpc]
+  address = "$dir/c.sock"
+[ttrpc]
+  address = ""
+${2:-}
+TOML
+  PATH=$B:$PATH setsid containerd --config "$dir/config.toml" > "$dir/log" 2>&1 < /dev/null &
+  cpid=$!
+  for i in $(seq 1 100); do [ -S "$dir/c.sock" ] && break; sleep 0.1; done
+}
+
 # blob_bytes: the blob bytes the registry served since it started.
 blob_bytes() { "$PY" -c 'import json,urllib.request; print(json.load(urllib.request.urlopen("http://127.0.0.1:5000/_imagectl/bytes"))["blob_bytes"])'; }
 
@@ -185,26 +207,15 @@ cold_verify() {
   local v=$1 ref=$2 snap=$3 C2=$G/cs-$1 b0 rc spid= cpid
   shift 3
   rm -rf "$C2"; mkdir -p "$C2"
-  cat > $C2/config.toml <<TOML
-version = 3
-root = "$C2/root"
-state = "$C2/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.podsandbox.controller.v1.podsandbox", "io.containerd.nri.v1.nri"]
-[grpc]
-  address = "$C2/c.sock"
-[ttrpc]
-  address = ""
-TOML
+  local plugin=
   if [ "$snap" = stargz ]; then
     printf 'no_background_fetch = true\n' > $C2/stargz.toml
     setsid containerd-stargz-grpc --address $C2/stargz.sock --root $C2/stargz --config $C2/stargz.toml --log-level info > $C2/stargz.log 2>&1 < /dev/null &
     spid=$!
     for i in $(seq 1 100); do [ -S $C2/stargz.sock ] && break; sleep 0.1; done
-    printf '[proxy_plugins.stargz]\n  type = "snapshot"\n  address = "%s"\n' "$C2/stargz.sock" >> $C2/config.toml
+    plugin=$(printf '[proxy_plugins.stargz]\n  type = "snapshot"\n  address = "%s"' "$C2/stargz.sock")
   fi
-  PATH=$B:$PATH setsid containerd --config $C2/config.toml > $C2/log 2>&1 < /dev/null &
-  cpid=$!
-  for i in $(seq 1 100); do [ -S $C2/c.sock ] && break; sleep 0.1; done
+  start_containerd "$C2" "$plugin"
   sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
   b0=$(blob_bytes)
   local first=$W/bytes-first-$v
@@ -468,20 +479,7 @@ phase_bench() {
     GZ=$(cat $G/run/build/build-gzip.ref)
     for run in gzip:$GZ zstd:$REF; do
       c=${run%%:*} C2=$G/ctr-$c
-      mkdir -p $C2
-      cat > $C2/config.toml <<TOML
-version = 3
-root = "$C2/root"
-state = "$C2/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.podsandbox.controller.v1.podsandbox", "io.containerd.nri.v1.nri"]
-[grpc]
-  address = "$C2/c.sock"
-[ttrpc]
-  address = ""
-TOML
-      setsid containerd --config $C2/config.toml > $C2/log 2>&1 < /dev/null &
-      cpid=$!
-      for i in $(seq 1 100); do [ -S $C2/c.sock ] && break; sleep 0.1; done
+      start_containerd "$C2"
       gputool pull --address $C2/c.sock --namespace "$c" "${run#*:}" | tee -a "$W/pull.jsonl"
       df -h /tmp | tail -n1
       kill $cpid; sleep 1; rm -rf $C2

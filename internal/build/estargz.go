@@ -85,18 +85,14 @@ func prioritizeResult(ctx context.Context, r *Result, o *options) error {
 	if err != nil {
 		return fmt.Errorf("parsing %q: %w", r.Ref, err)
 	}
-	ropts := o.access.RemoteOptions()
-	if t := o.pinged[ref.RegistryStr()]; t != nil {
-		ropts = append(ropts, remote.WithTransport(t))
-	}
-	h, rep, err := prioritize(ctx, ref, ropts, o.prioritized)
+	d, rep, err := RewriteEstargz(ctx, ref, o.prioritized, readBackOptions(ctx, o, ref.RegistryStr())...)
 	if err != nil {
 		return o.access.Classify(err)
 	}
-	logs.From(ctx).Info("estargz layers written with the prioritized files first", "image", ref.Context().Digest(h.String()).String(),
+	logs.From(ctx).Info("estargz layers written with the prioritized files first", "image", d.String(),
 		"exported", r.Digest, "layers", rep.Layers, "files", rep.Files, "missing", rep.Missing)
-	r.Digest = h.String()
-	r.Ref = ref.Context().Digest(h.String()).String()
+	r.Digest = d.DigestStr()
+	r.Ref = d.String()
 	r.Prioritized = &rep
 	return nil
 }

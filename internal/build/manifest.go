@@ -28,12 +28,7 @@ func readManifest(ctx context.Context, r *Result, o *options) (*manifestInfo, er
 		if err != nil {
 			return nil, fmt.Errorf("parsing %q: %w", r.Ref, err)
 		}
-		ropts := append(o.access.RemoteOptions(), remote.WithContext(ctx))
-		if t := o.pinged[ref.RegistryStr()]; t != nil {
-			// Authenticated for the push (and pull) scope before the solve.
-			ropts = append(ropts, remote.WithTransport(t))
-		}
-		img, err = remote.Image(ref, ropts...)
+		img, err = remote.Image(ref, readBackOptions(ctx, o, ref.RegistryStr())...)
 		if err != nil {
 			return nil, o.access.Classify(fmt.Errorf("reading back %s: %w", r.Ref, err))
 		}
@@ -66,6 +61,17 @@ func readManifest(ctx context.Context, r *Result, o *options) (*manifestInfo, er
 		info.size += l.Size
 	}
 	return info, nil
+}
+
+// readBackOptions are the remote options for what the build pushed to
+// registry: the access's, with the transport the registry checks
+// authenticated for the push (and pull) scope before the solve.
+func readBackOptions(ctx context.Context, o *options, registry string) []remote.Option {
+	ropts := append(o.access.RemoteOptions(), remote.WithContext(ctx))
+	if t := o.pinged[registry]; t != nil {
+		ropts = append(ropts, remote.WithTransport(t))
+	}
+	return ropts
 }
 
 // readIndex reads the built index back (from the registry, else the OCI

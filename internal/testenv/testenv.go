@@ -55,6 +55,19 @@ func (e Env) MultiBase(t testing.TB) string {
 	return e.BaseMulti
 }
 
+// ContainerdSocket returns Containerd. Without it, it fails the test under
+// IMAGECTL_E2E=1 and skips it otherwise.
+func (e Env) ContainerdSocket(t testing.TB) string {
+	t.Helper()
+	if e.Containerd == "" {
+		if os.Getenv("IMAGECTL_E2E") == "1" {
+			t.Fatal("IMAGECTL_E2E=1 but CONTAINERD_ADDRESS is not set: hack/up.sh starts containerd")
+		}
+		t.Skip("CONTAINERD_ADDRESS is not set: make up starts containerd")
+	}
+	return e.Containerd
+}
+
 // UpstreamCUDATags are the nvidia/cuda tags the upstream registry holds.
 var UpstreamCUDATags = []string{"11.8.0-runtime-ubuntu22.04", "12.1.1-runtime-ubuntu22.04", "11.8.0-base-ubuntu22.04", "12.1.1-base-ubuntu22.04"}
 

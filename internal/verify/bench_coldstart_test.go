@@ -2,11 +2,9 @@ package verify
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
-	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -25,23 +23,13 @@ import (
 // ratio, lazy/full, from one interleaved run.
 func BenchmarkColdStart(b *testing.B) {
 	e := testenv.Get(b)
-	if e.Containerd == "" {
-		b.Skip("CONTAINERD_ADDRESS is not set: make up starts containerd")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		b.Skip("no /dev/fuse: stargz-snapshotter mounts layers over FUSE")
-	}
+	c := stargzContainerd(b, e)
 	ctx := context.Background()
 	gz, _, l := pushedDemo(b, e, "bench-coldstart")
 	lazy, _, err := build.RewriteEstargz(ctx, gz, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := containerd.New(e.Containerd)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
 	ns := "bench-coldstart-" + randomHex(4)
 	first := func(ref name.Digest, snap string) time.Duration {
 		rt, err := NewRuntime(l, RuntimeConfig{Kind: RuntimeContainerd, Image: ref, ContainerdAddress: e.Containerd,

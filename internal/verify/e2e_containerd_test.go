@@ -3,7 +3,6 @@ package verify
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,12 +21,7 @@ import (
 // fingerprint names the digest containerd ran.
 func TestContainerdE2E(t *testing.T) {
 	e := testenv.Get(t)
-	if e.Containerd == "" {
-		if os.Getenv("IMAGECTL_E2E") == "1" {
-			t.Fatal("IMAGECTL_E2E=1 but CONTAINERD_ADDRESS is not set: hack/up.sh starts containerd")
-		}
-		t.Skip("CONTAINERD_ADDRESS is not set: make up starts containerd")
-	}
+	e.ContainerdSocket(t)
 	if _, err := (NVML{}).Probe(context.Background()); !errors.Is(err, ErrNoGPU) {
 		t.Skipf("this test expects a machine without GPUs; NVML says %v", err)
 	}

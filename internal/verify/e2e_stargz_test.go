@@ -25,29 +25,10 @@ import (
 // --prioritized-files` does) verifies again, lazily too.
 func TestStargzE2E(t *testing.T) {
 	e := testenv.Get(t)
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse: stargz-snapshotter mounts layers over FUSE")
-	}
-	if e.Containerd == "" {
-		if os.Getenv("IMAGECTL_E2E") == "1" {
-			t.Fatal("IMAGECTL_E2E=1 but CONTAINERD_ADDRESS is not set: hack/up.sh starts containerd")
-		}
-		t.Skip("CONTAINERD_ADDRESS is not set: make up starts containerd")
-	}
+	stargzContainerd(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	c, err := containerd.New(e.Containerd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ns := "stargz-e2e-" + randomHex(4)
-	if err := c.SnapshotService("stargz").Walk(namespaces.WithNamespace(ctx, ns), func(context.Context, snapshots.Info) error { return nil }); err != nil {
-		if os.Getenv("IMAGECTL_E2E") == "1" {
-			t.Fatalf("containerd has no stargz snapshotter (%v): hack/containerd.sh starts bin/containerd-stargz-grpc (hack/tools.sh stargz) where /dev/fuse exists", err)
-		}
-		t.Skipf("containerd has no stargz snapshotter: %v", err)
-	}
 
 	gz, _, l := pushedDemo(t, e, "verify-e2e-stargz")
 	l.Verify.CPUOnly = true
@@ -96,6 +77,30 @@ func TestStargzE2E(t *testing.T) {
 	}
 	t.Logf("prioritized: %d layers rewritten, %d files first, %d missing", rep.Layers, rep.Files, rep.Missing)
 	run(prio)
+}
+
+// stargzContainerd connects to the containerd `make up` started and checks
+// it has the stargz snapshotter (a proxy plugin over /dev/fuse). It skips
+// without /dev/fuse; without containerd or the snapshotter it fails the test
+// under IMAGECTL_E2E=1 and skips it otherwise. The client closes with t.
+func stargzContainerd(t testing.TB, e testenv.Env) *containerd.Client {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("no /dev/fuse: stargz-snapshotter mounts layers over FUSE")
+	}
+	c, err := containerd.New(e.ContainerdSocket(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := namespaces.WithNamespace(context.Background(), "stargz-check")
+	if err := c.SnapshotService("stargz").Walk(ctx, func(context.Context, snapshots.Info) error { return nil }); err != nil {
+		if os.Getenv("IMAGECTL_E2E") == "1" {
+			t.Fatalf("containerd has no stargz snapshotter (%v): hack/containerd.sh starts bin/containerd-stargz-grpc (hack/tools.sh stargz) where /dev/fuse exists", err)
+		}
+		t.Skipf("containerd has no stargz snapshotter: %v", err)
+	}
+	return c
 }
 
 // fuseMounts counts the FUSE mounts stargz-snapshotter holds.

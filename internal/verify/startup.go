@@ -55,6 +55,20 @@ func (r *runner) startup(ctx context.Context, gpu, withTorch bool) (*Startup, er
 	return s, nil
 }
 
+// firstStepCheck is the startup.first_step check of st, or of the error
+// the firststep probe ended with.
+func firstStepCheck(st *Startup, err error) Check {
+	if err != nil {
+		return Check{Name: CheckFirstStep, Status: Fail, Detail: err.Error()}
+	}
+	detail := fmt.Sprintf("pull %.2fs, import torch %.2fs, first matmul on %s %.2fs", st.PullSeconds, st.ImportSeconds, st.Device, st.StepSeconds)
+	if st.Device == "none" {
+		detail = fmt.Sprintf("pull %.2fs, the interpreter's start %.2fs (the lock has no torch)", st.PullSeconds, st.ImportSeconds)
+	}
+	return Check{Name: CheckFirstStep, Status: Pass, Seconds: st.Seconds, Value: fmt.Sprintf("%.2fs", st.Seconds),
+		Detail: fmt.Sprintf("%s; %d files taken", detail, st.FileCount)}
+}
+
 // StartupFilesText is res.Startup.Files as `imagectl build
 // --prioritized-files` reads them: a comment naming the image and the step,
 // then one path per line.
@@ -63,7 +77,11 @@ func StartupFilesText(res *Result) string {
 	if res.Startup == nil {
 		return ""
 	}
-	fmt.Fprintf(&b, "# the files %s's first step (import torch, a matmul on %s) took, in order\n", firstNonEmpty(res.Image, res.Digest), res.Startup.Device)
+	step := fmt.Sprintf("import torch, a matmul on %s", res.Startup.Device)
+	if res.Startup.Device == "none" {
+		step = "the interpreter's start; the lock has no torch"
+	}
+	fmt.Fprintf(&b, "# the files %s's first step (%s) took, in order\n", firstNonEmpty(res.Image, res.Digest), step)
 	for _, f := range res.Startup.Files {
 		b.WriteString(f)
 		b.WriteByte('\n')

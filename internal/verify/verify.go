@@ -153,18 +153,9 @@ func (r *runner) run(ctx context.Context) error {
 	var startupCheck *Check
 	if o.startup {
 		st, err := r.startup(ctx, gpu, withTorch)
-		switch {
-		case err != nil:
-			startupCheck = &Check{Name: CheckFirstStep, Status: Fail, Detail: err.Error()}
-		case withTorch:
-			r.res.Startup = st
-			startupCheck = &Check{Name: CheckFirstStep, Status: Pass, Seconds: st.Seconds, Value: fmt.Sprintf("%.2fs", st.Seconds),
-				Detail: fmt.Sprintf("pull %.2fs, import torch %.2fs, first matmul on %s %.2fs; %d files taken", st.PullSeconds, st.ImportSeconds, st.Device, st.StepSeconds, st.FileCount)}
-		default:
-			r.res.Startup = st
-			startupCheck = &Check{Name: CheckFirstStep, Status: Pass, Seconds: st.Seconds, Value: fmt.Sprintf("%.2fs", st.Seconds),
-				Detail: fmt.Sprintf("pull %.2fs, the interpreter's start %.2fs (the lock has no torch); %d files taken", st.PullSeconds, st.ImportSeconds, st.FileCount)}
-		}
+		c := firstStepCheck(st, err)
+		startupCheck = &c
+		r.res.Startup = st
 	}
 
 	var env envOut

@@ -214,25 +214,12 @@ func copyBase(ctx context.Context, src string, dst name.Repository, o *options) 
 	r.Present = have
 	if !have {
 		log.Info("mirroring base", "source", src, "target", target.String(), "platforms", strings.Join(r.Platforms, ","))
-		switch {
-		case desc.MediaType.IsIndex():
-			idx, err := desc.ImageIndex()
-			if err == nil {
-				err = remote.WriteIndex(target, idx, ropts...)
-			}
-			if err != nil {
-				return Result{}, fmt.Errorf("copying %s to %s: %w", src, target, err)
-			}
-		case desc.MediaType.IsImage():
-			img, err := desc.Image()
-			if err == nil {
-				err = remote.Write(target, img, ropts...)
-			}
-			if err != nil {
-				return Result{}, fmt.Errorf("copying %s to %s: %w", src, target, err)
-			}
-		default:
+		if !desc.MediaType.IsIndex() && !desc.MediaType.IsImage() {
 			return Result{}, fmt.Errorf("base %s is a %s, neither an image index nor an image manifest", src, desc.MediaType)
+		}
+		// An index with every child and blob, or an image with its blobs.
+		if err := remote.Push(target, desc, ropts...); err != nil {
+			return Result{}, fmt.Errorf("copying %s to %s: %w", src, target, err)
 		}
 	}
 

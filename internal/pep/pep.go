@@ -1,8 +1,10 @@
 // Package pep holds the Python packaging rules more than one stage needs:
 // the PEP 503 normal form of a project name, the PEP 427 wheel file name,
-// and the sha256 hex digests indexes and pip reports carry. The lock, the
-// index proxy, the SBOM and the test wheelhouse all import it, so a name
-// or a wheel file name reads the same everywhere.
+// the sha256 hex digests indexes and pip reports carry, core metadata (a
+// wheel's METADATA) and the PEP 503 simple pages. The lock, the index
+// proxy, the SBOM and the test wheelhouse all import it, so a name, a
+// wheel file name, a METADATA file or an index page reads the same
+// everywhere.
 package pep
 
 import (

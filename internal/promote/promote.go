@@ -361,18 +361,9 @@ func copyManifest(src, dst name.Reference, ro []remote.Option) error {
 	if err != nil {
 		return err
 	}
-	if desc.MediaType.IsIndex() {
-		idx, err := desc.ImageIndex()
-		if err != nil {
-			return err
-		}
-		return remote.WriteIndex(dst, idx, ro...)
-	}
-	img, err := desc.Image()
-	if err != nil {
-		return err
-	}
-	return remote.Write(dst, img, ro...)
+	// ggcr copies an index with its children, or an image with its blobs,
+	// skipping what dst already has (remote.Push of a Descriptor).
+	return remote.Push(dst, desc, ro...)
 }
 
 // attachmentTags are cosign's tags for src's signatures and attestations

@@ -12,8 +12,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
+
+	"golang.org/x/sync/singleflight"
 
 	"imagectl/internal/atomicfile"
 	"imagectl/internal/pep"
@@ -67,7 +68,9 @@ type client struct {
 	auth     func(*http.Request)
 	cacheDir string
 	n        counters
-	locks    sync.Map // wheel sha256 -> *sync.Mutex: one upstream read at a time
+	// flight runs one upstream read per key at a time (wheelKey,
+	// metadataKey); callers that come while it runs share its result.
+	flight singleflight.Group
 }
 
 func (c *client) do(req *http.Request) (*http.Response, error) {
@@ -90,44 +93,76 @@ func (c *client) metadata(ctx context.Context, f File) ([]byte, error) {
 		c.n.hits.Add(1)
 		return b, nil
 	}
-	// Under the wheel's download lock: a metadata read that must download
-	// the whole wheel and a client's read of the same wheel take it from
-	// upstream once between them.
-	defer c.lockWheel(f.SHA256)()
-	if b, err := os.ReadFile(path); err == nil {
-		c.n.hits.Add(1)
-		return b, nil
-	}
-	var (
-		b   []byte
-		err error
-	)
-	if _, serr := os.Stat(c.wheelPath(f.SHA256)); serr == nil {
-		// A client read the wheel before (pip before 23.2 is offered no
-		// metadata): the cached copy has it.
-		b, err = c.cachedMetadata(f)
-		if err == nil {
-			c.n.hits.Add(1)
+	v, err := c.once(ctx, metadataKey(f.SHA256), func(ctx context.Context) (any, error) {
+		if b, err := os.ReadFile(path); err == nil {
+			c.n.hits.Add(1) // a flight that just ended cached it
+			return b, nil
 		}
-	} else {
-		b, err = c.fetchMetadata(ctx, f)
-	}
+		var (
+			b   []byte
+			err error
+		)
+		if _, serr := c.cached(f.SHA256); serr == nil {
+			// A client read the wheel before (pip before 23.2 is offered no
+			// metadata): the cached copy has it.
+			b, err = c.cachedMetadata(f)
+			if err == nil {
+				c.n.hits.Add(1)
+			}
+		} else {
+			b, err = c.fetchMetadata(ctx, f)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := atomicfile.Write(path, b, 0o644); err != nil {
+			return nil, fmt.Errorf("caching the metadata of %s: %w", f.Filename, err)
+		}
+		return b, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicfile.Write(path, b, 0o644); err != nil {
-		return nil, fmt.Errorf("caching the metadata of %s: %w", f.Filename, err)
-	}
-	return b, nil
+	return v.([]byte), nil
 }
 
-// lockWheel takes the download lock of the wheel with sha256 sum and
-// returns its unlock.
-func (c *client) lockWheel(sum string) func() {
-	m, _ := c.locks.LoadOrStore(sum, &sync.Mutex{})
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
+// wheelKey and metadataKey name the flights of a wheel's download and of
+// its metadata read: a metadata read that must download the whole wheel
+// joins the wheel's flight, so it and a client's read of the same wheel
+// take it from upstream once between them.
+func wheelKey(sum string) string    { return "wheel " + sum }
+func metadataKey(sum string) string { return "metadata " + sum }
+
+// once runs fetch under key in c.flight (singleflight): a caller that comes
+// while it runs waits for it and shares its result; nothing is kept after
+// it ends. fetch gets the context of the caller that started it. A caller
+// that only waited and got an error runs fetch once more itself, under its
+// own context: the error may be the starter's own (its client went away),
+// never another caller's to keep.
+func (c *client) once(ctx context.Context, key string, fetch func(context.Context) (any, error)) (any, error) {
+	for attempt := 0; ; attempt++ {
+		led := false
+		ch := c.flight.DoChan(key, func() (any, error) {
+			led = true
+			return fetch(ctx)
+		})
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case res := <-ch:
+			if res.Err == nil || led || attempt > 0 {
+				return res.Val, res.Err
+			}
+		}
+	}
+}
+
+// cached returns the cached copy of the wheel with sha256 sum, or an error
+// when the cache has none.
+func (c *client) cached(sum string) (string, error) {
+	path := c.wheelPath(sum)
+	_, err := os.Stat(path)
+	return path, err
 }
 
 func (c *client) fetchMetadata(ctx context.Context, f File) ([]byte, error) {
@@ -215,9 +250,9 @@ func (c *client) wheelMetadata(ctx context.Context, f File) ([]byte, error) {
 			return c.downloadWhole(ctx, f)
 		}
 		ra := &rangeReader{ctx: ctx, c: c, url: f.URL, size: total, tailOff: start, tail: tail, validator: v, blocks: map[int64][]byte{}}
-		return metadataFromZip(ra, total, f.Filename)
+		return pep.WheelMetadata(ra, total, f.Filename)
 	case http.StatusOK:
-		return c.downloadMetadata(resp.Body, f)
+		return c.downloadMetadata(ctx, resp.Body, f)
 	case http.StatusNotFound:
 		return nil, fmt.Errorf("%s: %w", redactURL(f.URL), ErrNotFound)
 	default:
@@ -235,16 +270,22 @@ func validator(h http.Header) string {
 }
 
 // downloadWhole reads f whole into the cache (its sha256 checked) and
-// takes its metadata from there; the caller holds its download lock.
+// takes its metadata from there.
 func (c *client) downloadWhole(ctx context.Context, f File) ([]byte, error) {
-	if _, err := c.fetchWheel(ctx, f); err != nil {
+	if _, err := c.wheel(ctx, f); err != nil {
 		return nil, err
 	}
 	return c.cachedMetadata(f)
 }
 
-func (c *client) downloadMetadata(body io.Reader, f File) ([]byte, error) {
-	if _, err := c.storeWheel(body, f, nil); err != nil {
+func (c *client) downloadMetadata(ctx context.Context, body io.Reader, f File) ([]byte, error) {
+	_, err := c.once(ctx, wheelKey(f.SHA256), func(context.Context) (any, error) {
+		if path, err := c.cached(f.SHA256); err == nil {
+			return path, nil
+		}
+		return c.storeWheel(body, f, nil)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return c.cachedMetadata(f)
@@ -261,7 +302,7 @@ func (c *client) cachedMetadata(f File) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return metadataFromZip(fh, st.Size(), f.Filename)
+	return pep.WheelMetadata(fh, st.Size(), f.Filename)
 }
 
 // wheelPath is where the wheel with sha256 sum is cached.
@@ -272,7 +313,7 @@ func (c *client) wheelPath(sum string) string {
 // storeWheel writes body to the wheel cache if its sha256 is the index's,
 // and returns the cached file. With tee, the bytes go there too as they
 // are read (one pass: read, hash, cache, send); a failed write to tee fails
-// the store. The caller holds the wheel's download lock.
+// the store. It runs in the wheel's flight.
 func (c *client) storeWheel(body io.Reader, f File, tee io.Writer) (string, error) {
 	dir := filepath.Join(c.cacheDir, "wheels")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -311,19 +352,23 @@ func (c *client) storeWheel(body io.Reader, f File, tee io.Writer) (string, erro
 // wheel returns the cached copy of f, downloading it once (its sha256
 // checked) when the cache has none.
 func (c *client) wheel(ctx context.Context, f File) (string, error) {
-	path := c.wheelPath(f.SHA256)
-	if _, err := os.Stat(path); err == nil {
+	if path, err := c.cached(f.SHA256); err == nil {
 		return path, nil
 	}
-	defer c.lockWheel(f.SHA256)()
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
+	v, err := c.once(ctx, wheelKey(f.SHA256), func(ctx context.Context) (any, error) {
+		if path, err := c.cached(f.SHA256); err == nil {
+			return path, nil
+		}
+		return c.fetchWheel(ctx, f)
+	})
+	if err != nil {
+		return "", err
 	}
-	return c.fetchWheel(ctx, f)
+	return v.(string), nil
 }
 
-// fetchWheel reads f from upstream into the cache; the caller holds its
-// download lock.
+// fetchWheel reads f from upstream into the cache; it runs in the wheel's
+// flight.
 func (c *client) fetchWheel(ctx context.Context, f File) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
 	if err != nil {

@@ -1,16 +1,12 @@
 package pyindex
 
 import (
-	"archive/zip"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
-	"strings"
 	"sync"
-
-	"imagectl/internal/pep"
 )
 
 // blockSize is the unit of range requests: the first one reads the last
@@ -19,41 +15,6 @@ import (
 const blockSize = 1 << 20
 
 var contentRange = regexp.MustCompile(`^bytes (\d+)-(\d+)/(\d+)$`)
-
-// metadataFromZip finds the wheel's top-level NAME-VERSION.dist-info/METADATA.
-func metadataFromZip(r io.ReaderAt, size int64, filename string) ([]byte, error) {
-	zr, err := zip.NewReader(r, size)
-	if err != nil {
-		return nil, fmt.Errorf("reading wheel %s: %w", filename, err)
-	}
-	want := ""
-	if w, ok := pep.ParseWheel(filename); ok {
-		want = strings.ToLower(w.Dist + "-" + w.Version + ".dist-info/METADATA")
-	}
-	var found *zip.File
-	for _, zf := range zr.File {
-		dir, base, ok := strings.Cut(zf.Name, "/")
-		if !ok || base != "METADATA" || !strings.HasSuffix(dir, ".dist-info") {
-			continue
-		}
-		if strings.ToLower(zf.Name) == want || found == nil {
-			found = zf
-		}
-	}
-	if found == nil {
-		return nil, fmt.Errorf("wheel %s has no .dist-info/METADATA", filename)
-	}
-	rc, err := found.Open()
-	if err != nil {
-		return nil, fmt.Errorf("reading %s from %s: %w", found.Name, filename, err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s from %s: %w", found.Name, filename, err)
-	}
-	return b, nil
-}
 
 // rangeReader is an io.ReaderAt over HTTP range requests: the tail it
 // was seeded with, then whole blocks fetched on demand.

@@ -1,10 +1,8 @@
 package pyindex
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"net/http"
 	"os"
@@ -38,7 +36,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/simple/":
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, "<!DOCTYPE html>\n<html><body></body></html>\n")
+		w.Write(pep.Page{RepositoryVersion: "1.1", Title: "Simple index"}.Bytes())
 	case strings.HasPrefix(r.URL.Path, "/simple/"):
 		p.servePage(w, r)
 	case strings.HasPrefix(r.URL.Path, "/files/"):
@@ -67,30 +65,22 @@ func (p *Proxy) servePage(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, err)
 		return
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html>\n<head><meta name=\"pypi:repository-version\" content=\"1.1\"><title>Links for %s</title></head>\n<body>\n", html.EscapeString(raw))
+	page := pep.Page{RepositoryVersion: "1.1", Title: "Links for " + raw}
 	for _, f := range files {
-		href := "../../files/" + fileKey(f) + "/" + urlPathEscape(f.Filename)
+		l := pep.Link{Href: "../../files/" + fileKey(f) + "/" + urlPathEscape(f.Filename), Text: f.Filename,
+			RequiresPython: f.RequiresPython, Yanked: f.Yanked, YankedReason: f.YankedReason}
 		if f.SHA256 != "" {
-			href += "#sha256=" + f.SHA256
-		}
-		fmt.Fprintf(&b, "<a href=\"%s\"", html.EscapeString(href))
-		if f.RequiresPython != "" {
-			fmt.Fprintf(&b, " data-requires-python=\"%s\"", html.EscapeString(f.RequiresPython))
-		}
-		if f.Yanked {
-			fmt.Fprintf(&b, " data-yanked=\"%s\"", html.EscapeString(f.YankedReason))
+			l.Href += "#sha256=" + f.SHA256
 		}
 		if strings.HasSuffix(f.Filename, ".whl") && pep.IsSHA256(f.SHA256) && !p.noMetadata.Load() {
 			// The hash of the metadata is unknown until it is read: PEP 714
 			// allows "true".
-			b.WriteString(` data-core-metadata="true" data-dist-info-metadata="true"`)
+			l.CoreMetadata = "true"
 		}
-		fmt.Fprintf(&b, ">%s</a><br/>\n", html.EscapeString(f.Filename))
+		page.Links = append(page.Links, l)
 	}
-	b.WriteString("</body>\n</html>\n")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(b.Bytes())
+	w.Write(page.Bytes())
 }
 
 func (p *Proxy) serveFile(w http.ResponseWriter, r *http.Request) {
@@ -154,21 +144,38 @@ func (p *Proxy) serveFile(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveWheel answers a GET or HEAD of a wheel with a sha256 from the
-// wheel cache. A wheel not cached yet is read from upstream once, under its
-// download lock: a plain GET gets the bytes as they arrive, while they are
-// hashed and written to the cache in the same pass; the response is cut
-// short (so the client fails) when the sha256 is not the index's, and the
-// cache keeps nothing then. A HEAD or a range request waits for the cache.
+// wheel cache. A wheel not cached yet is read from upstream once (the
+// wheel's flight, shared with metadata reads that need the whole file): a
+// plain GET that leads the flight gets the bytes as they arrive, while
+// they are hashed and written to the cache in the same pass; the response
+// is cut short (so the client fails) when the sha256 is not the index's,
+// and the cache keeps nothing then. Any other request waits for the cache.
 func (p *Proxy) serveWheel(w http.ResponseWriter, r *http.Request, s Served) {
 	path := p.c.wheelPath(s.SHA256)
 	if _, err := os.Stat(path); err != nil && r.Method == http.MethodGet && r.Header.Get("Range") == "" {
-		unlock := p.c.lockWheel(s.SHA256)
-		if _, err := os.Stat(path); err != nil {
-			defer unlock()
-			p.streamWheel(w, r, s)
+		streamed, cut := false, false
+		ch := p.c.flight.DoChan(wheelKey(s.SHA256), func() (any, error) {
+			if path, err := p.c.cached(s.SHA256); err == nil {
+				return path, nil // a flight that just ended cached it
+			}
+			streamed = true
+			path, c, err := p.streamWheel(w, r, s)
+			cut = c
+			return path, err
+		})
+		// This handler owns w until the stream ends, whatever the client
+		// does: the upstream read stops with r's context.
+		<-ch
+		if streamed {
+			if cut {
+				// The status line and part of the body are out: only
+				// cutting the connection tells the client the file is not
+				// whole.
+				panic(http.ErrAbortHandler)
+			}
 			return
 		}
-		unlock()
+		// Another read cached it (or failed: c.wheel reads it again).
 	}
 	path, err := p.c.wheel(r.Context(), s.File)
 	if err != nil {
@@ -193,41 +200,46 @@ func (p *Proxy) serveWheel(w http.ResponseWriter, r *http.Request, s Served) {
 	p.c.n.servedBytes.Add(st.Size())
 }
 
-// streamWheel reads s from upstream to the client and the cache at once;
-// the caller holds its download lock and the cache has no copy.
-func (p *Proxy) streamWheel(w http.ResponseWriter, r *http.Request, s Served) {
+// streamWheel reads s from upstream to the client and the cache at once
+// and returns the cached file; it runs in the wheel's flight and the cache
+// has no copy. An error before the body started is answered here; cut
+// reports one after it started, which the handler must answer by aborting.
+func (p *Proxy) streamWheel(w http.ResponseWriter, r *http.Request, s Served) (path string, cut bool, err error) {
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.URL, nil)
 	if err != nil {
 		p.fail(w, err)
-		return
+		return "", false, err
 	}
 	resp, err := p.c.do(req)
 	if err != nil {
-		p.fail(w, fmt.Errorf("%s from %s: fetching %s: %w", s.Filename, redactURL(s.Index), redactURL(s.URL), err))
-		return
+		err = fmt.Errorf("%s from %s: fetching %s: %w", s.Filename, redactURL(s.Index), redactURL(s.URL), err)
+		p.fail(w, err)
+		return "", false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		p.fail(w, fmt.Errorf("%s from %s: fetching %s: HTTP %d", s.Filename, redactURL(s.Index), redactURL(s.URL), resp.StatusCode))
-		return
+		err = fmt.Errorf("%s from %s: fetching %s: HTTP %d", s.Filename, redactURL(s.Index), redactURL(s.URL), resp.StatusCode)
+		p.fail(w, err)
+		return "", false, err
 	}
 	if resp.ContentLength >= 0 {
 		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	cw := &countWriter{w: w}
-	if _, err := p.c.storeWheel(resp.Body, s.File, cw); err != nil {
+	path, err = p.c.storeWheel(resp.Body, s.File, cw)
+	if err != nil {
+		err = fmt.Errorf("%s from %s: %w", s.Filename, redactURL(s.Index), err)
 		p.mu.Lock()
 		if len(p.errs) < 20 {
-			p.errs = append(p.errs, fmt.Errorf("%s from %s: %w", s.Filename, redactURL(s.Index), err))
+			p.errs = append(p.errs, err)
 		}
 		p.mu.Unlock()
-		// The status line and part of the body are out: only cutting the
-		// connection tells the client the file is not whole.
-		panic(http.ErrAbortHandler)
+		return "", true, err
 	}
 	p.c.n.served.Add(1)
 	p.c.n.servedBytes.Add(cw.n)
+	return path, false, nil
 }
 
 type countWriter struct {

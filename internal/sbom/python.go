@@ -1,11 +1,8 @@
 package sbom
 
 import (
-	"bytes"
 	"fmt"
-	"net/mail"
 	"regexp"
-	"strings"
 
 	"imagectl/internal/pep"
 )
@@ -13,22 +10,14 @@ import (
 // parseMetadata reads a dist-info METADATA file (core metadata, in the
 // email header format that Python's email.parser reads).
 func parseMetadata(p string, b []byte) (Package, error) {
-	// The body (the long description) follows the headers; only they matter.
-	if i := bytes.Index(b, []byte("\n\n")); i >= 0 {
-		b = b[:i+1]
-	}
-	m, err := mail.ReadMessage(bytes.NewReader(append(b, '\n')))
+	md, err := pep.ParseMetadata(b)
 	if err != nil {
 		return Package{}, fmt.Errorf("parsing %s: %w", p, err)
 	}
-	name, version := strings.TrimSpace(m.Header.Get("Name")), strings.TrimSpace(m.Header.Get("Version"))
-	if name == "" || version == "" {
-		return Package{}, fmt.Errorf("parsing %s: Name and Version are required", p)
-	}
-	pkg := Package{Type: TypePyPI, Name: pep.Normalize(name), Version: version}
+	pkg := Package{Type: TypePyPI, Name: pep.Normalize(md.Name), Version: md.Version}
 	// Only the PEP 639 expression: the older License field is free text
 	// (often the whole license), no claim to pass on.
-	if lic := strings.Join(strings.Fields(m.Header.Get("License-Expression")), " "); licenseExpression.MatchString(lic) && balanced(lic) {
+	if lic := md.LicenseExpression; licenseExpression.MatchString(lic) && balanced(lic) {
 		pkg.License = lic
 	}
 	return pkg, nil

@@ -1,20 +1,15 @@
 package wheelhouse
 
 import (
-	"archive/zip"
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"html"
 	"io"
-	"net/textproto"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"imagectl/internal/atomicfile"
 	"imagectl/internal/pep"
@@ -88,8 +83,7 @@ func WriteIndex(dir string) ([]File, error) {
 		}
 	}
 
-	var root bytes.Buffer
-	root.WriteString("<!DOCTYPE html>\n<html>\n<head><meta name=\"pypi:repository-version\" content=\"1.0\"><title>Simple index</title></head>\n<body>\n")
+	root := pep.Page{RepositoryVersion: "1.0", Title: "Simple index"}
 	type jproject struct {
 		Name string `json:"name"`
 	}
@@ -98,13 +92,12 @@ func WriteIndex(dir string) ([]File, error) {
 		Projects []jproject        `json:"projects"`
 	}{Meta: map[string]string{"api-version": "1.0"}, Projects: []jproject{}}
 	for _, p := range projects {
-		fmt.Fprintf(&root, "<a href=\"%s/\">%s</a>\n", p, p)
+		root.Links = append(root.Links, pep.Link{Href: p + "/", Text: p})
 		jroot.Projects = append(jroot.Projects, jproject{Name: p})
 		if err := writeProject(filepath.Join(simple, p), p, byProject[p]); err != nil {
 			return nil, err
 		}
 	}
-	root.WriteString("</body>\n</html>\n")
 	if err := atomicfile.Write(filepath.Join(simple, "index.html"), root.Bytes(), 0o644); err != nil {
 		return nil, err
 	}
@@ -145,8 +138,7 @@ func groupWheels(wheels []string, each func(path string, meta []byte) error) (by
 
 func writeProject(dir, name string, files []File) error {
 	sort.Slice(files, func(i, j int) bool { return files[i].Filename < files[j].Filename })
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html>\n<head><meta name=\"pypi:repository-version\" content=\"1.0\"><title>Links for %s</title></head>\n<body>\n<h1>Links for %s</h1>\n", name, name)
+	page := pep.Page{RepositoryVersion: "1.0", Title: "Links for " + name}
 	type jfile struct {
 		Filename       string            `json:"filename"`
 		URL            string            `json:"url"`
@@ -160,13 +152,8 @@ func writeProject(dir, name string, files []File) error {
 	}{Meta: map[string]string{"api-version": "1.0"}, Name: name, Files: []jfile{}}
 	for _, f := range files {
 		href := "../../files/" + f.Filename
-		rp := ""
-		if f.RequiresPython != "" {
-			rp = fmt.Sprintf(" data-requires-python=\"%s\"", html.EscapeString(f.RequiresPython))
-		}
-		md := "sha256=" + f.MetadataSHA256
-		fmt.Fprintf(&b, "<a href=\"%s#sha256=%s\"%s data-core-metadata=\"%s\" data-dist-info-metadata=\"%s\">%s</a><br/>\n",
-			href, f.SHA256, rp, md, md, f.Filename)
+		page.Links = append(page.Links, pep.Link{Href: href + "#sha256=" + f.SHA256, Text: f.Filename,
+			RequiresPython: f.RequiresPython, CoreMetadata: "sha256=" + f.MetadataSHA256})
 		// The JSON pages leave out PEP 658's metadata keys: Debian bookworm's
 		// pip 23.0.1 crashes on their PEP 691 form ("unhashable type: 'dict'").
 		j.Files = append(j.Files, jfile{
@@ -174,8 +161,7 @@ func writeProject(dir, name string, files []File) error {
 			RequiresPython: f.RequiresPython,
 		})
 	}
-	b.WriteString("</body>\n</html>\n")
-	if err := atomicfile.Write(filepath.Join(dir, "index.html"), b.Bytes(), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "index.html"), page.Bytes(), 0o644); err != nil {
 		return err
 	}
 	return writeJSON(filepath.Join(dir, "index.json"), j)
@@ -206,46 +192,16 @@ func inspect(path string) (File, []byte, error) {
 		return f, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	f.SHA256, f.Size = hex.EncodeToString(h.Sum(nil)), n
-	zr, err := zip.NewReader(fh, n)
+	meta, err := pep.WheelMetadata(fh, n, f.Filename)
 	if err != nil {
-		return f, nil, fmt.Errorf("reading wheel %s: %w", path, err)
+		return f, nil, fmt.Errorf("wheel %s: %w", path, err)
 	}
-	var meta []byte
-	for _, zf := range zr.File {
-		dir, base := pathSplit(zf.Name)
-		if base == "METADATA" && strings.HasSuffix(dir, ".dist-info") && !strings.Contains(dir, "/") {
-			rc, err := zf.Open()
-			if err != nil {
-				return f, nil, fmt.Errorf("reading wheel %s: %s: %w", path, zf.Name, err)
-			}
-			meta, err = io.ReadAll(rc)
-			rc.Close()
-			if err != nil {
-				return f, nil, fmt.Errorf("reading wheel %s: %s: %w", path, zf.Name, err)
-			}
-			break
-		}
+	md, err := pep.ParseMetadata(meta)
+	if err != nil {
+		return f, nil, fmt.Errorf("wheel %s: %w", path, err)
 	}
-	if meta == nil {
-		return f, nil, fmt.Errorf("wheel %s: no *.dist-info/METADATA", path)
-	}
-	hdr, err := textproto.NewReader(bufio.NewReader(bytes.NewReader(append(meta, '\n')))).ReadMIMEHeader()
-	if err != nil && err != io.EOF {
-		return f, nil, fmt.Errorf("wheel %s: METADATA: %w", path, err)
-	}
-	f.Project, f.Version, f.RequiresPython = hdr.Get("Name"), hdr.Get("Version"), hdr.Get("Requires-Python")
-	if f.Project == "" || f.Version == "" {
-		return f, nil, fmt.Errorf("wheel %s: METADATA lacks Name or Version", path)
-	}
+	f.Project, f.Version, f.RequiresPython = md.Name, md.Version, md.RequiresPython
 	ms := sha256.Sum256(meta)
 	f.MetadataSHA256 = hex.EncodeToString(ms[:])
 	return f, meta, nil
-}
-
-func pathSplit(name string) (dir, base string) {
-	i := strings.LastIndexByte(name, '/')
-	if i < 0 {
-		return "", name
-	}
-	return name[:i], name[i+1:]
 }

@@ -1,15 +1,13 @@
 package wheelhouse
 
 import (
-	"bytes"
-	"fmt"
-	"html"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"imagectl/internal/atomicfile"
+	"imagectl/internal/pep"
 )
 
 // WritePlainIndex (re)generates a PEP 503 index in the shape of a directory
@@ -27,22 +25,18 @@ func WritePlainIndex(dir string) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	var root bytes.Buffer
-	root.WriteString("<!DOCTYPE html>\n<html>\n<body>\n")
+	var root pep.Page
 	for _, p := range projects {
-		fmt.Fprintf(&root, "<a href=\"%s/\">%s</a><br/>\n", p, p)
-		var b bytes.Buffer
-		fmt.Fprintf(&b, "<!DOCTYPE html>\n<html>\n<body>\n<h1>Links for %s</h1>\n", p)
+		root.Links = append(root.Links, pep.Link{Href: p + "/", Text: p})
+		page := pep.Page{Title: "Links for " + p}
 		for _, f := range byProject[p] {
 			href := "../" + strings.ReplaceAll(url.PathEscape(f.Filename), "+", "%2B") + "#sha256=" + f.SHA256
-			fmt.Fprintf(&b, "<a href=\"%s\">%s</a><br/>\n", html.EscapeString(href), html.EscapeString(f.Filename))
+			page.Links = append(page.Links, pep.Link{Href: href, Text: f.Filename})
 		}
-		b.WriteString("</body>\n</html>\n")
-		if err := atomicfile.Write(filepath.Join(dir, p, "index.html"), b.Bytes(), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, p, "index.html"), page.Bytes(), 0o644); err != nil {
 			return nil, err
 		}
 	}
-	root.WriteString("</body>\n</html>\n")
 	if err := atomicfile.Write(filepath.Join(dir, "index.html"), root.Bytes(), 0o644); err != nil {
 		return nil, err
 	}

@@ -176,6 +176,10 @@ func DockerConfigDir() string {
 // environment at every call, too.
 func (a *Access) dockerDir() string { return DockerConfigDir() }
 
+// CAFiles returns a copy of the PEM files of CAs this access trusts beyond
+// the system store (Config.CAFiles).
+func (a *Access) CAFiles() []string { return slices.Clone(a.cfg.CAFiles) }
+
 // Keychain is ggcr's default keychain: the Docker config and its
 // credential helpers.
 func (a *Access) Keychain() authn.Keychain { return authn.DefaultKeychain }

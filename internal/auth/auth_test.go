@@ -297,7 +297,7 @@ func TestCheckIndex(t *testing.T) {
 	}
 }
 
-func TestHTTPAuthSecretAndSession(t *testing.T) {
+func TestHTTPAuthSecret(t *testing.T) {
 	dir := t.TempDir()
 	netrc := filepath.Join(dir, "netrc")
 	if err := os.WriteFile(netrc, []byte("machine idx.example login alice password pw1\n"), 0o600); err != nil {
@@ -316,12 +316,6 @@ func TestHTTPAuthSecretAndSession(t *testing.T) {
 	}
 	if _, _, ok := a.HTTPAuthSecret("https://other.example/x.whl"); ok {
 		t.Error("HTTPAuthSecret for a host without a credential")
-	}
-	if got := len(a.Session([]string{"reg.example"}, nil)); got != 1 {
-		t.Errorf("Session(no secrets) has %d attachables, want the auth provider only", got)
-	}
-	if got := len(a.Session([]string{"reg.example"}, a.HTTPAuthSecrets([]string{"https://idx.example/x.whl"}))); got != 2 {
-		t.Errorf("Session(secrets) has %d attachables, want the auth provider and the secrets", got)
 	}
 }
 

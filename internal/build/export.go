@@ -15,6 +15,7 @@ import (
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"imagectl/internal/auth"
+	"imagectl/internal/auth/bkauth"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 )
@@ -108,7 +109,7 @@ func session(l *lock.Lock, o *options, target string) []bkSession.Attachable {
 	if l.Resolver.URL != "" {
 		urls = append(urls, l.Resolver.URL)
 	}
-	return o.access.Session(regs, o.access.HTTPAuthSecrets(urls))
+	return bkauth.Session(o.access, regs, o.access.HTTPAuthSecrets(urls))
 }
 
 // result reads the exporter's answer and the manifest back.

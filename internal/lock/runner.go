@@ -20,6 +20,7 @@ import (
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"imagectl/internal/auth"
+	"imagectl/internal/auth/bkauth"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/logs"
 )
@@ -209,7 +210,7 @@ func (r *buildkitRunner) Run(ctx context.Context, j Job) (map[string][]byte, err
 	if ref, err := name.ParseReference(j.Image); err == nil {
 		regs = append(regs, ref.Context().RegistryStr())
 	}
-	opt.Session = a.Session(regs, secrets)
+	opt.Session = bkauth.Session(a, regs, secrets)
 	ch := make(chan *client.SolveStatus)
 	done := make(chan struct{})
 	go func() {

@@ -42,6 +42,37 @@ type Resolved struct {
 	MinorCompat bool
 }
 
+// Pins is what a request pins once Check has resolved it without
+// problems: the request's own versions, completed by the chosen wheel (its
+// variant, CUDA archs, NCCL and cuDNN pins) and the driver floor that CUDA
+// minor-version compatibility sets. The spec (defaults and diagnostics)
+// and the lock (its core) both take them from here.
+type Pins struct {
+	TorchVariant, NCCL, CUDNN, DriverFloor string
+	// Archs are the wheel's CUDA architectures.
+	Archs []string
+}
+
+// Pins completes req with what res decided. A version req names is kept:
+// Check has already refused one that the wheel contradicts.
+func (res Resolved) Pins(req Request) Pins {
+	p := Pins{TorchVariant: req.TorchVariant, NCCL: req.NCCL, CUDNN: req.CUDNN, DriverFloor: req.DriverFloor}
+	if req.Torch != "" {
+		p.TorchVariant = res.Wheel.Variant
+		p.Archs = append([]string(nil), res.Wheel.Archs...)
+		if p.NCCL == "" && res.Wheel.NCCL != nil {
+			p.NCCL = res.Wheel.NCCL.Version
+		}
+		if p.CUDNN == "" && res.Wheel.CUDNN != nil {
+			p.CUDNN = res.Wheel.CUDNN.Version
+		}
+	}
+	if p.DriverFloor == "" {
+		p.DriverFloor = res.Floor.MinorCompat
+	}
+	return p
+}
+
 // Check applies the catalog to r. It picks nothing on the caller's behalf:
 // every ambiguity is a Problem whose Detail names the choices.
 func Check(r Request) (Resolved, []Problem) {

@@ -43,37 +43,18 @@ func (e *CatalogError) Error() string {
 	return b.String()
 }
 
-func request(img spec.Image) compat.Request {
-	return compat.Request{
-		CUDA: img.CUDA, Torch: img.Torch, TorchVariant: img.TorchVariant, Python: img.Python,
-		NCCL: img.NCCL, CUDNN: img.CUDNN, DriverFloor: img.DriverFloor, Platforms: img.Platforms,
-	}
-}
-
 // applyCatalog checks img against c and returns the locked core.
 func applyCatalog(c Catalog, img spec.Image) (Core, compat.Resolved, error) {
-	res, problems := c.Check(request(img))
+	req := img.CompatRequest()
+	res, problems := c.Check(req)
 	if len(problems) > 0 {
 		return Core{}, res, &CatalogError{Image: img.Name, Problems: problems}
 	}
-	core := Core{
-		CUDA: img.CUDA, Torch: img.Torch, Python: img.Python,
-		NCCL: img.NCCL, CUDNN: img.CUDNN, DriverFloor: img.DriverFloor,
-	}
-	if img.Torch != "" {
-		core.TorchVariant = res.Wheel.Variant
-		core.Archs = append([]string(nil), res.Wheel.Archs...)
-		if core.NCCL == "" && res.Wheel.NCCL != nil {
-			core.NCCL = res.Wheel.NCCL.Version
-		}
-		if core.CUDNN == "" && res.Wheel.CUDNN != nil {
-			core.CUDNN = res.Wheel.CUDNN.Version
-		}
-	}
-	if core.DriverFloor == "" && res.Floor.MinorCompat != "" {
-		core.DriverFloor = res.Floor.MinorCompat
-	}
-	return core, res, nil
+	p := res.Pins(req)
+	return Core{
+		CUDA: img.CUDA, Torch: img.Torch, Python: img.Python, TorchVariant: p.TorchVariant, Archs: p.Archs,
+		NCCL: p.NCCL, CUDNN: p.CUDNN, DriverFloor: p.DriverFloor,
+	}, res, nil
 }
 
 // torchIndex is the variant's index URL: the spec's torch_index base plus

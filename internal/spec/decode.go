@@ -452,16 +452,8 @@ func (l *loader) checkCUDATwice(img *Image, ranges map[string]hcl.Range) {
 // applyCompat applies the catalog to img and fills in what the chosen
 // wheel decides (variant, NCCL and cuDNN pins) and the runtime facts.
 func (l *loader) applyCompat(img *Image, ranges map[string]hcl.Range, def hcl.Range) bool {
-	res, problems := compat.Check(compat.Request{
-		CUDA:         img.CUDA,
-		Torch:        img.Torch,
-		TorchVariant: img.TorchVariant,
-		Python:       img.Python,
-		NCCL:         img.NCCL,
-		CUDNN:        img.CUDNN,
-		DriverFloor:  img.DriverFloor,
-		Platforms:    img.Platforms,
-	})
+	req := img.CompatRequest()
+	res, problems := compat.Check(req)
 	for _, p := range problems {
 		rng, ok := ranges[p.Field]
 		if !ok && p.Field == "cuda" {
@@ -480,15 +472,10 @@ func (l *loader) applyCompat(img *Image, ranges map[string]hcl.Range, def hcl.Ra
 	if len(problems) > 0 {
 		return false
 	}
-	if img.Torch != "" {
-		img.TorchVariant = res.Wheel.Variant
-		if res.Wheel.NCCL != nil {
-			img.NCCL = res.Wheel.NCCL.Version
-		}
-		if res.Wheel.CUDNN != nil {
-			img.CUDNN = res.Wheel.CUDNN.Version
-		}
-	}
+	// The wheel decides the variant and the NCCL and cuDNN pins; the
+	// driver floor stays the spec's (the lock's core adds the catalog's).
+	pins := res.Pins(req)
+	img.TorchVariant, img.NCCL, img.CUDNN = pins.TorchVariant, pins.NCCL, pins.CUDNN
 	img.Runtime.DriverFloor = img.DriverFloor
 	img.Runtime.Image = initconfig.ImageFacts{
 		Name: img.Name, CUDA: img.CUDA, Torch: img.Torch, Python: img.Python, NCCL: img.NCCL, CUDNN: img.CUDNN,

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"imagectl/internal/compat"
 	"imagectl/internal/initconfig"
 )
 
@@ -135,4 +136,13 @@ func (p *Policy) vulns() *VulnerabilityPolicy {
 		p.Vulnerabilities = &VulnerabilityPolicy{}
 	}
 	return p.Vulnerabilities
+}
+
+// CompatRequest is what the compatibility catalog is asked about img: the
+// spec's checks and the lock's core both ask it the same question.
+func (img Image) CompatRequest() compat.Request {
+	return compat.Request{
+		CUDA: img.CUDA, Torch: img.Torch, TorchVariant: img.TorchVariant, Python: img.Python,
+		NCCL: img.NCCL, CUDNN: img.CUDNN, DriverFloor: img.DriverFloor, Platforms: img.Platforms,
+	}
 }

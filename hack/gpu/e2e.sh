@@ -209,7 +209,7 @@ cold_verify() {
   rm -rf "$C2"; mkdir -p "$C2"
   local plugin=
   if [ "$snap" = stargz ]; then
-    printf 'no_background_fetch = true\n' > $C2/stargz.toml
+    printf 'no_background_fetch = true\n%s\n' "${STARGZ_FUSE:+$(printf '[fuse]\n%s' "$STARGZ_FUSE")}" > $C2/stargz.toml
     setsid containerd-stargz-grpc --address $C2/stargz.sock --root $C2/stargz --config $C2/stargz.toml --log-level info > $C2/stargz.log 2>&1 < /dev/null &
     spid=$!
     for i in $(seq 1 100); do [ -S $C2/stargz.sock ] && break; sleep 0.1; done
@@ -234,13 +234,18 @@ cold_verify() {
   grep -E 'runtime|pulled|files of the first step|verification' "$W/verify-$v.stderr" | cut -c1-300
   show_result "$W/verify-$v.json"
   if [ -n "${DIAG:-}" ] && [ "$snap" = stargz ]; then
-    # The lazily mounted layers: every ptxas (triton's) read through FUSE
-    # against the host venv's, and run from there.
-    local f
-    for f in $(find $C2/stargz -path '*triton/backends/nvidia/bin/ptxas' 2>/dev/null | head -3); do
-      echo "diag: $f $(stat -c %s "$f") $(sha256sum < "$f" | cut -c1-16) host $(sha256sum < /opt/torch/.venv/lib/python3.12/site-packages/triton/backends/nvidia/bin/ptxas | cut -c1-16)"
-      "$f" --version 2>&1 | tail -n 2; echo "diag: rc=$?"
+    # The lazily mounted layers: each ptxas (torch's, which Inductor runs,
+    # and triton's) read through FUSE against the host venv's, then run
+    # from there on a one-kernel PTX file; and what the kernel logged.
+    echo "diag: kernel $(uname -r); fuse passthrough config: ${STARGZ_FUSE:-none}"
+    printf '.version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n' > "$W/k.ptx"
+    local f rel host
+    for f in $(find $C2/stargz -path '*site-packages/torch/bin/ptxas' -o -path '*triton/backends/nvidia/bin/ptxas' 2>/dev/null | head -4); do
+      rel=${f#*/site-packages/}; host=/opt/torch/.venv/lib/python3.12/site-packages/$rel
+      echo "diag: $rel size $(stat -c %s "$f") sha $(sha256sum < "$f" | cut -c1-16); host $(stat -c %s "$host" 2>/dev/null) $(sha256sum < "$host" 2>/dev/null | cut -c1-16)"
+      "$f" -arch=sm_90 "$W/k.ptx" -o "$W/k.o"; echo "diag: $rel compiles k.ptx from the FUSE mount: rc=$?"
     done
+    dmesg 2>/dev/null | grep -iE 'segfault|ptxas|fuse|traps' | tail -n 10 || echo "diag: dmesg unreadable"
     grep -ciE 'level=(error|warning)' $C2/stargz.log; grep -iE 'level=(error|warning)' $C2/stargz.log | cut -c1-300 | sort | uniq -c | sort -rn | head -5
   fi
   kill $cpid 2>/dev/null; sleep 1
@@ -509,9 +514,13 @@ for p in "$@"; do
     bench) phase_bench ;;
     cudatwice) phase_cudatwice ;;
     coldstart) phase_coldstart ;;
-    lazydiag) # the prioritized eStargz image again, lazily, with DIAG's checks
+    lazydiag) # the eStargz image lazily, with DIAG's checks (prioritized when a coldstart made one)
       W=$G/run/lazydiag; mkdir -p "$W"; LOCK=$G/images/$NAME/lock.json
-      DIAG=1 cold_verify diag-prio "$(cat $G/run/coldstart/build-estargz-prio.ref)" stargz ;;
+      mkdir -p $G/storage && touch $G/storage/.ready
+      start_build_services
+      ref=$(cat $G/run/coldstart/build-estargz-prio.ref 2>/dev/null || cat $G/run/build/build-estargz.ref)
+      DIAG=1 cold_verify diag "$ref" stargz; echo "lazydiag verify rc=$?"
+      save lazydiag ;;
     *) echo "unknown phase $p"; FAILED=$((FAILED + 1)) ;;
   esac
 done

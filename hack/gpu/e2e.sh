@@ -12,6 +12,8 @@
 #   MINIMAL=1 QUICK=1 ...: also no warm verify, in-place baseline or bare all-reduce
 #   bash hack/gpu/e2e.sh coldstart        # issue 33: cold start to the first CUDA step, gzip / zstd / eStargz
 #                                         # (lazy, stargz-snapshotter) without and with recorded priorities
+#   bash hack/gpu/e2e.sh unpack           # issue 33: the zstd image cold, layers unpacked one at a time vs in parallel
+#   bash hack/gpu/e2e.sh lazydiag         # issue 33: the eStargz image lazily, then its ptxas checked through the FUSE mount
 #   bash hack/gpu/e2e.sh cudatwice        # CUDA shipped twice: sizes on -base and -runtime flavours (issue 25)
 #
 # Carried in .gpu/ (hack/gpu/bundle.sh): imagectl, imagectl-init, gputool,
@@ -470,6 +472,31 @@ PYEOF
   save cudatwice
 }
 
+# phase_unpack (issue 33, item 3): the zstd image cold through a fresh
+# containerd, its layers unpacked one at a time (--unpack-concurrency 1,
+# containerd's sequential unpack) and then in parallel (the default); both
+# verifications must pass.
+phase_unpack() {
+  W=$G/run/unpack; mkdir -p "$W"
+  LOCK=$G/images/$NAME/lock.json
+  mkdir -p $G/storage && touch $G/storage/.ready
+  start_build_services
+  hack/down.sh >/dev/null 2>&1
+  local ref n
+  ref=$(cat $G/run/build/build-zstd.ref 2>/dev/null) || { want "zstd image built" missing present; return; }
+  for n in 1 0; do
+    step "cold start: zstd layers, unpack concurrency ${n/#0/default}"
+    if [ $n = 1 ]; then
+      cold_verify zstd-seq "$ref" overlayfs --unpack-concurrency 1; want "zstd sequential unpack verify exit" $? 0
+    else
+      cold_verify zstd-par "$ref" overlayfs; want "zstd parallel unpack verify exit" $? 0
+    fi
+  done
+  grep -h 'pulled and unpacked' "$W"/verify-zstd-*.stderr | cut -c1-300
+  cp $G/times.tsv "$W/"
+  save unpack
+}
+
 phase_bench() {
   W=$G/run/bench; mkdir -p "$W"
   REF=$(cat $G/run/build/build-zstd.ref)
@@ -514,6 +541,7 @@ for p in "$@"; do
     bench) phase_bench ;;
     cudatwice) phase_cudatwice ;;
     coldstart) phase_coldstart ;;
+    unpack) phase_unpack ;;
     lazydiag) # the eStargz image lazily, with DIAG's checks (prioritized when a coldstart made one)
       W=$G/run/lazydiag; mkdir -p "$W"; LOCK=$G/images/$NAME/lock.json
       mkdir -p $G/storage && touch $G/storage/.ready

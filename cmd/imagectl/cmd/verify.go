@@ -15,6 +15,10 @@ import (
 	"imagectl/internal/lock"
 	"imagectl/internal/sign"
 	"imagectl/internal/verify"
+	"imagectl/internal/verify/containerd"
+	"imagectl/internal/verify/kubernetes"
+	"imagectl/internal/verify/podman"
+	"imagectl/internal/verify/runtimes"
 )
 
 type verifyFlags struct {
@@ -112,7 +116,7 @@ kubelet's pull was refused with 401.`,
 	fl.StringVar(&f.gpus, "gpus", "cdi", "podman/docker: how GPUs are passed: cdi (--device nvidia.com/gpu=all) or docker (--gpus all)")
 	fl.StringVar(&f.shmSize, "shm-size", "", "container runtimes: /dev/shm size, e.g. 2Gi or 1g (default: the lock's min_shm_bytes, at least 1Gi)")
 	fl.IntVar(&f.gpuCount, "gpu-count", 0, "containerd/podman/docker: GPUs given to each container (default 0: all, nvidia.com/gpu=all)")
-	fl.StringVar(&f.containerd, "containerd-address", "", "containerd: socket (default $CONTAINERD_ADDRESS, else "+verify.DefaultContainerdAddress+")")
+	fl.StringVar(&f.containerd, "containerd-address", "", "containerd: socket (default $CONTAINERD_ADDRESS, else "+containerd.DefaultAddress+")")
 	fl.StringVar(&f.ctrNamespace, "containerd-namespace", "", "containerd: namespace for the image and the probe containers (default $CONTAINERD_NAMESPACE, else imagectl)")
 	fl.StringVar(&f.snapshotter, "snapshotter", "overlayfs", "containerd: snapshotter that unpacks the image")
 	fl.StringArrayVar(&f.cdiDirs, "cdi-spec-dir", nil, "containerd: folder of CDI specs (repeatable; default /etc/cdi and /var/run/cdi)")
@@ -162,29 +166,27 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "verify: %s is an image index; verifying its %s image %s here, the others are not verified on this host\n", ref, t.Platform, t.Image.DigestStr())
 	}
 	ref, l = sub.Image, sub.Lock
+	if f.renderJob { // jobFlagsUsage: only with --runtime kubernetes
+		return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)
+	}
 	opts := append(sub.Options(), verify.WithAllReduceIters(f.iters, f.warmup), verify.WithStartup(f.startup))
-	if f.renderJob || f.jobLog != "" { // jobFlagsUsage: only with --runtime kubernetes
-		if f.renderJob {
-			return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)
-		}
+	if f.jobLog != "" {
 		b, err := os.ReadFile(f.jobLog)
 		if err != nil {
 			return err
 		}
 		opts = append(opts, verify.WithRuntime(&verify.Recorded{Log: b}), verify.WithGPUProber(nil))
 	} else {
-		rc := verify.RuntimeConfig{Kind: f.runtime, Image: ref, From: f.from,
-			Python: f.python, Storage: f.storage, ShmSize: f.shmSize, GPUMode: f.gpus, GPUs: f.gpuCount,
-			ContainerdAddress: f.containerd, ContainerdNamespace: f.ctrNamespace, Snapshotter: f.snapshotter,
-			CDISpecDirs: f.cdiDirs, PodmanArgs: f.podArgs, RegistryTLS: accessOf(cmd).TLSConfig(), Keep: f.keep,
-			Job: verify.JobConfig{Iters: f.iters, Warmup: f.warmup}}
-		f.kube.apply(&rc)
-		sel, err := verify.Detector{}.Select(cmd.Context(), l, rc, true)
+		sel, err := runtimes.Select(cmd.Context(), f.runtime, f.runtimeOptions(cmd, ref)...)
 		if err != nil {
 			return err
 		}
 		printRuntime(cmd.ErrOrStderr(), "verify", sel.Kind, sel.Reason)
-		opts = append(opts, verify.WithRuntime(sel.Runtime), verify.WithRegistryAccess(accessOf(cmd)))
+		rt, err := sel.Runtime(l, ref)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, verify.WithRuntime(rt), verify.WithRegistryAccess(accessOf(cmd)))
 	}
 	res, verr := verify.Run(cmd.Context(), l, opts...)
 	if f.startupFiles != "" && res != nil && res.Startup != nil {
@@ -205,6 +207,19 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		}
 	}
 	return verr
+}
+
+// runtimeOptions map the runtime flags to the selection's common settings
+// and each runtime's own options.
+func (f *verifyFlags) runtimeOptions(cmd *cobra.Command, ref name.Digest) []runtimes.Option {
+	return []runtimes.Option{
+		runtimes.WithAutoInPlace(&ref), runtimes.WithFrom(f.from), runtimes.WithPython(f.python), runtimes.WithStorage(f.storage),
+		runtimes.WithShmSize(f.shmSize), runtimes.WithGPUs(f.gpuCount), runtimes.WithContainerdAddress(f.containerd),
+		runtimes.WithContainerd(containerd.WithNamespace(f.ctrNamespace), containerd.WithSnapshotter(f.snapshotter),
+			containerd.WithCDISpecDirs(f.cdiDirs...), containerd.WithTLS(accessOf(cmd).TLSConfig())),
+		runtimes.WithPodman(podman.WithGPUMode(f.gpus), podman.WithExtraArgs(f.podArgs...)),
+		runtimes.WithKubernetes(append(f.kube.options(), kubernetes.WithKeep(f.keep), kubernetes.WithAllReduceIters(f.iters, f.warmup))...),
+	}
 }
 
 // jobFlagsUsage refuses --render-job and --job-log where they would be
@@ -243,7 +258,7 @@ func printRuntime(w io.Writer, who, kind, reason string) {
 }
 
 func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags, asJSON bool) error {
-	cm, job, err := verify.RenderJob(l, ref, verify.JobConfig{Namespace: f.kube.namespace, StorageClaim: f.kube.claim,
+	cm, job, err := kubernetes.RenderJob(l, ref, kubernetes.JobConfig{Namespace: f.kube.namespace, StorageClaim: f.kube.claim,
 		Python: f.python, ShmSize: f.shmSize, Iters: f.iters, Warmup: f.warmup})
 	if err != nil {
 		return err
@@ -251,7 +266,7 @@ func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags, asJSON
 	if asJSON {
 		return writeJSON(w, map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{cm, job}})
 	}
-	b, err := verify.MarshalJob(cm, job)
+	b, err := kubernetes.MarshalJob(cm, job)
 	if err != nil {
 		return err
 	}

@@ -33,18 +33,26 @@ func makeOptions(opts ...Option) (*options, error) {
 		warmup: 5,
 		now:    time.Now,
 	}
+	// Every option applies, so that Run can close the runtime it was given
+	// whatever else is wrong.
+	var err error
 	for _, opt := range opts {
-		if err := opt(o); err != nil {
-			return nil, err
+		if oerr := opt(o); oerr != nil && err == nil {
+			err = oerr
 		}
 	}
-	if o.runtime == nil {
-		return nil, errors.New("verify: no runtime: give one with WithRuntime")
+	switch {
+	case o.runtime == nil:
+		return nil, errors.Join(err, errors.New("verify: no runtime: give one with WithRuntime"))
+	case err != nil:
+		_ = o.runtime.Close()
+		return nil, err
 	}
 	o.base = unwrap(o.runtime)
 	switch o.base.(type) {
 	case Execer, BatchRuntime:
 	default:
+		_ = o.runtime.Close()
 		return nil, fmt.Errorf("verify: runtime %s runs no probes: want an Execer or a BatchRuntime", o.base.Name())
 	}
 	return o, nil

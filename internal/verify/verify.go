@@ -1,14 +1,16 @@
 // Package verify proves, on real GPUs, that an image does what its lock
 // says. Host facts come from NVML (driver floor, GPUs, compute capability,
 // MIG, NVLink); in-image facts from small Python probes run through a
-// Runtime (in-place, podman/docker, or replayed from a Kubernetes Job's
-// log): interpreter and wheel set, torch/CUDA/cuDNN/NCCL versions, CUDA
-// availability, an NCCL all-reduce over every GPU with its bus bandwidth,
-// torch.compile cache reuse across two processes, /dev/shm, TMPDIR, cache
-// paths and the init's fingerprint.
+// Runtime, one probe at a time (an Execer) or as one batch (a BatchRuntime,
+// such as a Kubernetes Job or its log replayed): interpreter and wheel set,
+// torch/CUDA/cuDNN/NCCL versions, CUDA availability, an NCCL all-reduce over
+// every GPU with its bus bandwidth, torch.compile cache reuse across two
+// processes, /dev/shm, TMPDIR, cache paths and the init's fingerprint.
 //
 // The Result is the predicate of the verification attestation that
-// promotion requires.
+// promotion requires. The runtimes live in packages of their own
+// (internal/verify/inplace, podman, containerd, kubernetes), and
+// internal/verify/runtimes selects one: this package links none of them.
 package verify
 
 import (

@@ -136,23 +136,9 @@ kubelet's pull was refused with 401.`,
 }
 
 func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
-	asJSON, err := f.out.json()
+	asJSON, ref, err := f.usage(image)
 	if err != nil {
 		return err
-	}
-	ref, err := name.NewDigest(image)
-	if err != nil {
-		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%q: verify takes an image by digest (repo@sha256:...): %w", image, err))
-	}
-	if f.sign && f.key == "" {
-		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--sign needs --key"))
-	}
-	if err := jobFlagsUsage(f); err != nil {
-		return exitcode.Wrap(exitcode.Usage, err)
-	}
-	f.startup = f.startup || f.startupFiles != ""
-	if f.startup && f.runtime == verify.RuntimeKubernetes {
-		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--startup needs a runtime that runs probes one by one (containerd, podman, docker, in-place): the Kubernetes Job runs its fixed probe script"))
 	}
 	l, err := lock.Read(f.lockPath)
 	if err != nil {
@@ -169,31 +155,14 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 	if f.renderJob { // jobFlagsUsage: only with --runtime kubernetes
 		return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)
 	}
-	opts := append(sub.Options(), verify.WithAllReduceIters(f.iters, f.warmup), verify.WithStartup(f.startup))
-	if f.jobLog != "" {
-		b, err := os.ReadFile(f.jobLog)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, verify.WithRuntime(&verify.Recorded{Log: b}), verify.WithGPUProber(nil))
-	} else {
-		sel, err := runtimes.Select(cmd.Context(), f.runtime, f.runtimeOptions(cmd, ref)...)
-		if err != nil {
-			return err
-		}
-		printRuntime(cmd.ErrOrStderr(), "verify", sel.Kind, sel.Reason)
-		rt, err := sel.Runtime(l, ref)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, verify.WithRuntime(rt), verify.WithRegistryAccess(accessOf(cmd)))
+	opts, err := f.runtimeRun(cmd, l, ref)
+	if err != nil {
+		return err
 	}
+	opts = append(append(sub.Options(), verify.WithAllReduceIters(f.iters, f.warmup), verify.WithStartup(f.startup)), opts...)
 	res, verr := verify.Run(cmd.Context(), l, opts...)
-	if f.startupFiles != "" && res != nil && res.Startup != nil {
-		if err := atomicfile.Write(f.startupFiles, []byte(verify.StartupFilesText(res)), 0o644); err != nil {
-			return fmt.Errorf("writing --startup-files: %w", err)
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "verify: %d files of the first step written to %s\n", res.Startup.FileCount, f.startupFiles)
+	if err := writeStartupFiles(cmd.ErrOrStderr(), f.startupFiles, res); err != nil {
+		return err
 	}
 	var notRun *verify.NotRunError
 	if res != nil && (asJSON || !errors.As(verr, &notRun)) {
@@ -207,6 +176,62 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		}
 	}
 	return verr
+}
+
+// usage checks the flags and IMAGE before anything runs (exit 2).
+func (f *verifyFlags) usage(image string) (asJSON bool, ref name.Digest, err error) {
+	if asJSON, err = f.out.json(); err != nil {
+		return false, ref, err
+	}
+	if ref, err = name.NewDigest(image); err != nil {
+		return false, ref, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%q: verify takes an image by digest (repo@sha256:...): %w", image, err))
+	}
+	if f.sign && f.key == "" {
+		return false, ref, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--sign needs --key"))
+	}
+	if err := jobFlagsUsage(f); err != nil {
+		return false, ref, exitcode.Wrap(exitcode.Usage, err)
+	}
+	f.startup = f.startup || f.startupFiles != ""
+	if f.startup && f.runtime == verify.RuntimeKubernetes {
+		return false, ref, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--startup needs a runtime that runs probes one by one (containerd, podman, docker, in-place): the Kubernetes Job runs its fixed probe script"))
+	}
+	return asJSON, ref, nil
+}
+
+// runtimeRun returns the Run options of the runtime the flags name: a Job log
+// read back (--job-log), else the runtime runtimes.Select picks, named on
+// stderr, for the image ref of lock l. Run closes it.
+func (f *verifyFlags) runtimeRun(cmd *cobra.Command, l *lock.Lock, ref name.Digest) ([]verify.Option, error) {
+	if f.jobLog != "" {
+		b, err := os.ReadFile(f.jobLog)
+		if err != nil {
+			return nil, err
+		}
+		return []verify.Option{verify.WithRuntime(&verify.Recorded{Log: b}), verify.WithGPUProber(nil)}, nil
+	}
+	sel, err := runtimes.Select(cmd.Context(), f.runtime, f.runtimeOptions(cmd, ref)...)
+	if err != nil {
+		return nil, err
+	}
+	printRuntime(cmd.ErrOrStderr(), "verify", sel.Kind, sel.Reason)
+	rt, err := sel.Runtime(l, ref)
+	if err != nil {
+		return nil, err
+	}
+	return []verify.Option{verify.WithRuntime(rt), verify.WithRegistryAccess(accessOf(cmd))}, nil
+}
+
+// writeStartupFiles writes the files the first step took (--startup-files).
+func writeStartupFiles(w io.Writer, path string, res *verify.Result) error {
+	if path == "" || res == nil || res.Startup == nil {
+		return nil
+	}
+	if err := atomicfile.Write(path, []byte(verify.StartupFilesText(res)), 0o644); err != nil {
+		return fmt.Errorf("writing --startup-files: %w", err)
+	}
+	fmt.Fprintf(w, "verify: %d files of the first step written to %s\n", res.Startup.FileCount, path)
+	return nil
 }
 
 // runtimeOptions map the runtime flags to the selection's common settings

@@ -112,7 +112,7 @@ kubelet's pull was refused with 401.`,
 	fl.StringVar(&f.runtime, "runtime", "auto", "auto, containerd, podman, docker, in-place or kubernetes (auto: containerd when its socket answers, else podman, else docker, else in-place only inside IMAGE itself)")
 	fl.StringVar(&f.python, "python", "", "the image's Python (default: /opt/venv/bin/python if present, else python3)")
 	fl.StringVar(&f.from, "from", "", "podman/docker: what to run instead of IMAGE@DIGEST, e.g. oci:DIR or oci-archive:FILE")
-	fl.StringVar(&f.storage, "storage", "", "container runtimes: host folder mounted at the lock's runtime.storage.path")
+	fl.StringVar(&f.storage, "storage", "", "container runtimes: host folder mounted at the lock's runtime.storage.path (default: a throwaway ready folder)")
 	fl.StringVar(&f.gpus, "gpus", "cdi", "podman/docker: how GPUs are passed: cdi (--device nvidia.com/gpu=all) or docker (--gpus all)")
 	fl.StringVar(&f.shmSize, "shm-size", "", "container runtimes: /dev/shm size, e.g. 2Gi or 1g (default: the lock's min_shm_bytes, at least 1Gi)")
 	fl.IntVar(&f.gpuCount, "gpu-count", 0, "containerd/podman/docker: GPUs given to each container (default 0: all, nvidia.com/gpu=all)")

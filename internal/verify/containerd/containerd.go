@@ -76,7 +76,7 @@ func New(ref name.Digest, opts ...Option) (*Runtime, error) {
 	return &Runtime{o: *o, ref: ref}, nil
 }
 
-// Name implements Runtime.
+// Name implements verify.Runtime.
 func (*Runtime) Name() string { return "containerd" }
 
 // Pulls implements verify.RegistryPuller: containerd pulls the image from
@@ -241,7 +241,7 @@ func (r *Runtime) SpecOpts(img oci.Image, probeDir, netnsPath string, p verify.P
 	return opts
 }
 
-// Exec implements Runtime.
+// Exec implements verify.Execer.
 func (r *Runtime) Exec(ctx context.Context, p verify.Probe) ([]byte, error) {
 	if err := r.prepare(ctx); err != nil {
 		return nil, &verify.ProbeError{Probe: p.Name, Err: err}
@@ -351,7 +351,7 @@ func deleteTask(ctx context.Context, task containerd.Task, id string) {
 	}
 }
 
-// Close implements Runtime: it closes the client and removes the probe
+// Close implements verify.Runtime: it closes the client and removes the probe
 // scripts and the network namespace. The image stays in containerd (the
 // next verification of the digest pulls nothing).
 func (r *Runtime) Close() error {

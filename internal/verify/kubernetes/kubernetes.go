@@ -1,3 +1,6 @@
+// Package kubernetes runs the verification probes as a Kubernetes Job on a
+// GPU node, driven through the API server (client-go), and renders that Job
+// (RenderJob) for --render-job.
 package kubernetes
 
 import (
@@ -60,8 +63,8 @@ func JobName(ref name.Digest) string {
 // RenderJob returns the ConfigMap holding the probes and the batch/v1 Job
 // that runs them in the image, by digest, with the GPUs (nvidia.com/gpu
 // limits), a memory-backed emptyDir at /dev/shm and the storage volume.
-// The Job's log, given back to Run through Recorded, is evaluated exactly
-// like an in-place run.
+// The Job's log (RunBatch's, or verify.Recorded's for a copied one) is
+// evaluated exactly like an in-place run.
 func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap, *batchv1.Job, error) {
 	if cfg.Python == "" {
 		cfg.Python = firstNonEmpty(verify.ImagePython(l), "python3")

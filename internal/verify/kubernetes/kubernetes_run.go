@@ -90,10 +90,10 @@ func New(l *lock.Lock, ref name.Digest, opts ...Option) (*Runtime, error) {
 
 type object struct{ kind, namespace, name string }
 
-// Name implements Runtime.
+// Name implements verify.Runtime.
 func (*Runtime) Name() string { return verify.RuntimeKubernetes }
 
-// RanDigest implements DigestRunner: the digest in the imageID the
+// RanDigest implements verify.DigestRunner: the digest in the imageID the
 // kubelet reported for the verify container ("" before it ran, or when
 // the imageID names no digest).
 func (k *Runtime) RanDigest() string {
@@ -116,7 +116,7 @@ func (k *Runtime) RunBatch(ctx context.Context) ([]byte, error) {
 	return k.run(ctx)
 }
 
-// Close implements Runtime: it deletes what is left (nothing after a run
+// Close implements verify.Runtime: it deletes what is left (nothing after a run
 // that got as far as its own clean-up).
 func (k *Runtime) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -44,7 +44,7 @@ func New(image string, opts ...Option) (*Runtime, error) {
 	return &Runtime{o: *o, image: image}, nil
 }
 
-// Name implements Runtime.
+// Name implements verify.Runtime.
 func (r *Runtime) Name() string {
 	if r.o.binary != "" && strings.HasSuffix(r.o.binary, "docker") {
 		return "docker"
@@ -90,7 +90,7 @@ func (r *Runtime) Args(probeDir string, p verify.Probe) []string {
 	return append(args, p.Args...)
 }
 
-// Exec implements Runtime.
+// Exec implements verify.Execer.
 func (r *Runtime) Exec(ctx context.Context, p verify.Probe) ([]byte, error) {
 	dir, err := r.probes.Path()
 	if err != nil {
@@ -148,7 +148,7 @@ func registryAuthEnv(env []string) []string {
 	return append(env, "REGISTRY_AUTH_FILE="+f)
 }
 
-// Close implements Runtime.
+// Close implements verify.Runtime.
 func (r *Runtime) Close() error { return r.probes.Close() }
 
 // Pulls implements verify.RegistryPuller: the image, which the CLI pulls

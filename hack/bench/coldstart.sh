@@ -14,4 +14,4 @@ cd "$(dirname "$0")/../.."
 # shellcheck disable=SC1091
 . .cache/env
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
-exec go test -run '^$' -bench '^BenchmarkColdStart$' -benchtime "${IMAGECTL_BENCH_COLDSTART_N:-3}x" -timeout 20m ./internal/verify/
+exec go test -run '^$' -bench '^BenchmarkColdStart$' -benchtime "${IMAGECTL_BENCH_COLDSTART_N:-3}x" -timeout 20m ./internal/verify/containerd/

@@ -27,7 +27,7 @@ func WithRegistryAccess(a *auth.Access) Option {
 
 // checkPull is WithRegistryAccess's check.
 func (o *options) checkPull(ctx context.Context) error {
-	if o.access == nil || o.image == nil || !pullsImage(o.runtime, o.image.String()) {
+	if o.access == nil || o.image == nil || !pullsImage(o.base, o.image.String()) {
 		return nil
 	}
 	_, err := remote.Head(*o.image, append(o.access.RemoteOptions(), remote.WithContext(ctx))...)
@@ -38,13 +38,16 @@ func (o *options) checkPull(ctx context.Context) error {
 	return nil
 }
 
+// RegistryPuller is a Runtime that pulls the image from its registry
+// itself (containerd, or podman/docker running a registry reference).
+type RegistryPuller interface {
+	// Pulls is the reference the runtime pulls, "" when it pulls none (an
+	// OCI layout on disk).
+	Pulls() string
+}
+
 // pullsImage reports whether rt pulls ref from its registry.
 func pullsImage(rt Runtime, ref string) bool {
-	switch r := rt.(type) {
-	case *Containerd:
-		return true
-	case *Podman:
-		return r.Image == ref
-	}
-	return false
+	p, ok := rt.(RegistryPuller)
+	return ok && p.Pulls() == ref
 }

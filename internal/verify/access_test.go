@@ -20,6 +20,17 @@ import (
 	"imagectl/internal/lock"
 )
 
+// pullerRuntime is a RegistryPuller whose probes never start (podman with
+// no podman).
+type pullerRuntime struct{ pulls string }
+
+func (*pullerRuntime) Name() string    { return "podman" }
+func (*pullerRuntime) Close() error    { return nil }
+func (r *pullerRuntime) Pulls() string { return r.pulls }
+func (*pullerRuntime) Exec(_ context.Context, p Probe) ([]byte, error) {
+	return nil, &ProbeError{Probe: p.Name, Err: errors.New("container runtime: podman not found")}
+}
+
 // TestRunRegistryDenied: a runtime that pulls the digest from a registry
 // that wants a login the Docker config lacks fails with exit 77 naming the
 // registry, before any probe; a runtime that runs something else (oci:DIR)
@@ -47,14 +58,14 @@ func TestRunRegistryDenied(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", filepath.Dir(cfg))
 	l := &lock.Lock{Name: "demo", Digest: "sha256:" + strings.Repeat("b", 64)}
 
-	rt := &Podman{Binary: "/nonexistent/podman", Image: d.String()}
+	rt := &pullerRuntime{pulls: d.String()}
 	_, err = Run(context.Background(), l, WithImage(d), WithRuntime(rt), WithGPUProber(nil), WithRegistryAccess(auth.Default()))
 	var ae *auth.Error
 	if !errors.As(err, &ae) || ae.Host != host || exitcode.Code(err) != exitcode.AuthFailed || !strings.Contains(err.Error(), cfg) {
 		t.Fatalf("Run(podman of %s) = %v, want an *auth.Error for %s naming %s, exit 77", d, err, host, cfg)
 	}
 
-	other := &Podman{Binary: "/nonexistent/podman", Image: "oci:/nonexistent"}
+	other := &pullerRuntime{pulls: ""} // podman of oci:DIR
 	_, err = Run(context.Background(), l, WithImage(d), WithRuntime(other), WithGPUProber(nil), WithRegistryAccess(auth.Default()))
 	if errors.As(err, &ae) {
 		t.Errorf("Run(podman of oci:DIR) = %v, want no registry check", err)

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -14,7 +15,8 @@ type Option func(*options) error
 
 type options struct {
 	image   *name.Digest
-	runtime Runtime
+	runtime Runtime // what Run closes
+	base    Runtime // what runtime wraps (Wrapper), which runs the probes
 	prober  GPUProber
 	iters   int
 	warmup  int
@@ -31,13 +33,27 @@ func makeOptions(opts ...Option) (*options, error) {
 		warmup: 5,
 		now:    time.Now,
 	}
+	// Every option applies, so that Run can close the runtime it was given
+	// whatever else is wrong.
+	var err error
 	for _, opt := range opts {
-		if err := opt(o); err != nil {
-			return nil, err
+		if oerr := opt(o); oerr != nil && err == nil {
+			err = oerr
 		}
 	}
-	if o.runtime == nil {
-		o.runtime = &InPlace{}
+	switch {
+	case o.runtime == nil:
+		return nil, errors.Join(err, errors.New("verify: no runtime: give one with WithRuntime"))
+	case err != nil:
+		_ = o.runtime.Close()
+		return nil, err
+	}
+	o.base = unwrap(o.runtime)
+	switch o.base.(type) {
+	case Execer, BatchRuntime:
+	default:
+		_ = o.runtime.Close()
+		return nil, fmt.Errorf("verify: runtime %s runs no probes: want an Execer or a BatchRuntime", o.base.Name())
 	}
 	return o, nil
 }
@@ -51,9 +67,10 @@ func WithImage(ref name.Digest) Option {
 	}
 }
 
-// WithRuntime sets how the probes run inside the image. Run closes it
-// when it returns (Close must tolerate a second call). The default is
-// &InPlace{}.
+// WithRuntime sets how the probes run inside the image: an Execer or a
+// BatchRuntime, or a Wrapper of one (internal/verify/runtimes builds them).
+// Run closes it when it returns (Close must tolerate a second call). There
+// is no default: Run needs one.
 func WithRuntime(r Runtime) Option {
 	return func(o *options) error {
 		if r == nil {

@@ -11,6 +11,12 @@ type DigestRunner interface {
 	RanDigest() string
 }
 
+// PodRunner is a Runtime that ran the probes in a Kubernetes pod.
+type PodRunner interface {
+	// RanPod is the pod the probes ran in (nil before it ran).
+	RanPod() *PodRun
+}
+
 // proof returns what ties the probes that ran through rt, whose env probe
 // printed e, to digest.
 func proof(rt Runtime, e envOut, digest string) string {

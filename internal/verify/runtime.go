@@ -36,15 +36,52 @@ type Probe struct {
 	Python string
 }
 
-// Runtime runs probes inside the image.
+// Runtime runs probes inside the image: it is an Execer (one probe at a
+// time) or a BatchRuntime (the whole probe set at once). Each runtime lives
+// in a package of its own (internal/verify/inplace, podman, containerd,
+// kubernetes) with its own options; internal/verify/runtimes selects one.
 type Runtime interface {
 	// Name is how the result names the runtime: in-place, podman, ...
 	Name() string
+	// Close removes what the runtime created (the probe scripts' folder).
+	Close() error
+}
+
+// Execer is a Runtime that runs one probe at a time.
+type Execer interface {
+	Runtime
 	// Exec runs p inside the image and returns its standard output. A probe
 	// that exits non-zero returns a *ProbeError with its stderr's tail.
 	Exec(ctx context.Context, p Probe) ([]byte, error)
-	// Close removes what the runtime created (the probe scripts' folder).
-	Close() error
+}
+
+// BatchRuntime is a Runtime that cannot run one probe at a time: it runs
+// the verification's whole probe set inside the image as one batch (a
+// Kubernetes Job runs its fixed probe script). Run calls RunBatch once,
+// before the first probe, and evaluates each probe's line of its output.
+type BatchRuntime interface {
+	Runtime
+	// RunBatch runs every probe and returns their output: one JSON line per
+	// probe, whose "probe" field names it.
+	RunBatch(ctx context.Context) ([]byte, error)
+}
+
+// Wrapper is a Runtime that wraps another (a throwaway storage folder
+// removed on Close, for example). Run looks through it for what the
+// wrapped runtime implements (BatchRuntime, DigestRunner, ...).
+type Wrapper interface {
+	Unwrap() Runtime
+}
+
+// unwrap is the innermost runtime rt wraps.
+func unwrap(rt Runtime) Runtime {
+	for {
+		w, ok := rt.(Wrapper)
+		if !ok {
+			return rt
+		}
+		rt = w.Unwrap()
+	}
 }
 
 // ProbeError is a probe process that exited non-zero.
@@ -80,14 +117,16 @@ func ProbeScripts() (map[string][]byte, error) {
 	return out, err
 }
 
-// probeDir writes the probe scripts into a new temporary folder.
-type probeDir struct {
+// ProbeDir writes the probe scripts into a new temporary folder, once, on
+// the first call to Path. Its zero value is ready to use.
+type ProbeDir struct {
 	once sync.Once
 	dir  string
 	err  error
 }
 
-func (d *probeDir) path() (string, error) {
+// Path returns the folder, writing it on the first call.
+func (d *ProbeDir) Path() (string, error) {
 	d.once.Do(func() {
 		scripts, err := ProbeScripts()
 		if err != nil {
@@ -115,7 +154,8 @@ func (d *probeDir) path() (string, error) {
 	return d.dir, d.err
 }
 
-func (d *probeDir) close() error {
+// Close removes the folder.
+func (d *ProbeDir) Close() error {
 	if d.dir == "" {
 		return nil
 	}
@@ -136,10 +176,11 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// runCommand runs cmd in its own process group (so that a cancelled
-// context kills the probe's children too, e.g. the all-reduce ranks) and
-// returns its stdout.
-func runCommand(ctx context.Context, probe string, cmd *exec.Cmd) ([]byte, error) {
+// RunCommand runs cmd, the process of the probe named probe, in its own
+// process group (so that a cancelled context kills the probe's children
+// too, e.g. the all-reduce ranks) and returns its stdout; a non-zero exit is
+// a *ProbeError with the tail of its stderr.
+func RunCommand(ctx context.Context, probe string, cmd *exec.Cmd) ([]byte, error) {
 	var stdout bytes.Buffer
 	stderr := &tailWriter{n: 4096}
 	cmd.Stdout = &stdout
@@ -158,47 +199,9 @@ func runCommand(ctx context.Context, probe string, cmd *exec.Cmd) ([]byte, error
 	return stdout.Bytes(), nil
 }
 
-// InPlace runs the probes in this process's own environment: imagectl is
-// already inside the image (a CI job that runs the image on a GPU runner).
-type InPlace struct {
-	// Python is the image's interpreter. The default is /opt/venv/bin/python
-	// when it exists, else python3 on PATH.
-	Python string
-	probes probeDir
-}
-
-// Name implements Runtime.
-func (*InPlace) Name() string { return "in-place" }
-
-// Exec implements Runtime.
-func (r *InPlace) Exec(ctx context.Context, p Probe) ([]byte, error) {
-	dir, err := r.probes.path()
-	if err != nil {
-		return nil, fmt.Errorf("writing probe scripts: %w", err)
-	}
-	py := firstNonEmpty(r.Python, p.Python)
-	if py == "" {
-		py = DefaultPython()
-	}
-	argv := append([]string{filepath.Join(dir, p.Script)}, p.Args...)
-	return runCommand(ctx, p.Name, exec.CommandContext(ctx, py, argv...))
-}
-
-// Close implements Runtime.
-func (r *InPlace) Close() error { return r.probes.close() }
-
-// DefaultPython is the in-place interpreter: /opt/venv/bin/python when it
-// exists (the venv imagectl builds), else python3.
-func DefaultPython() string {
-	if _, err := os.Stat("/opt/venv/bin/python"); err == nil {
-		return "/opt/venv/bin/python"
-	}
-	return "python3"
-}
-
-// Recorded replays the output of probes that ran elsewhere, e.g. the logs
-// of the Kubernetes Job RenderJob writes: Exec returns the whole log and
-// the parser picks the probe's own line.
+// Recorded replays the output of probes that ran elsewhere, e.g. the log
+// of the Kubernetes Job kubernetes.RenderJob writes: a BatchRuntime whose
+// batch is the log, from which Run picks each probe's own line.
 type Recorded struct {
 	Log []byte
 }
@@ -206,10 +209,10 @@ type Recorded struct {
 // Name implements Runtime.
 func (*Recorded) Name() string { return "kubernetes" }
 
-// Exec implements Runtime.
-func (r *Recorded) Exec(_ context.Context, p Probe) ([]byte, error) {
+// RunBatch implements BatchRuntime.
+func (r *Recorded) RunBatch(context.Context) ([]byte, error) {
 	if len(r.Log) == 0 {
-		return nil, &ProbeError{Probe: p.Name, Err: errors.New("the recorded log is empty")}
+		return nil, errors.New("the recorded log is empty")
 	}
 	return r.Log, nil
 }

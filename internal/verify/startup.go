@@ -16,16 +16,11 @@ type firstStepOut struct {
 	Error         string   `json:"error"`
 }
 
-// pullTimer is a runtime that reports how long its pull took.
-type pullTimer interface {
+// PullTimer is a Runtime that reports how long its pull took
+// (Startup.PullSeconds).
+type PullTimer interface {
+	// PulledIn is the pull's (and unpack's) seconds, 0 before it ran.
 	PulledIn() float64
-}
-
-// PulledIn implements pullTimer.
-func (r *Containerd) PulledIn() float64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.PullSeconds
 }
 
 // startup runs the firststep probe as the run's first call into the
@@ -49,7 +44,7 @@ func (r *runner) startup(ctx context.Context, gpu, withTorch bool) (*Startup, er
 	}
 	s := &Startup{Seconds: secs, ImportSeconds: out.ImportSeconds, StepSeconds: out.StepSeconds,
 		Device: out.Device, Files: out.Files, FileCount: len(out.Files)}
-	if p, ok := r.o.runtime.(pullTimer); ok {
+	if p, ok := r.o.base.(PullTimer); ok {
 		s.PullSeconds = p.PulledIn()
 	}
 	return s, nil

@@ -61,3 +61,12 @@ func (r storageRuntime) Close() error {
 
 // Unwrap is the runtime the storage's Close wraps.
 func (r storageRuntime) Unwrap() Runtime { return r.Runtime }
+
+// ShmBytes is the /dev/shm size verification gives the image's containers:
+// the lock's runtime.min_shm_bytes, at least 1 GiB.
+func ShmBytes(l *lock.Lock) int64 {
+	if l != nil && l.Runtime.MinShmBytes > 1<<30 {
+		return l.Runtime.MinShmBytes
+	}
+	return 1 << 30
+}

@@ -1,14 +1,16 @@
 // Package verify proves, on real GPUs, that an image does what its lock
 // says. Host facts come from NVML (driver floor, GPUs, compute capability,
 // MIG, NVLink); in-image facts from small Python probes run through a
-// Runtime (in-place, podman/docker, or replayed from a Kubernetes Job's
-// log): interpreter and wheel set, torch/CUDA/cuDNN/NCCL versions, CUDA
-// availability, an NCCL all-reduce over every GPU with its bus bandwidth,
-// torch.compile cache reuse across two processes, /dev/shm, TMPDIR, cache
-// paths and the init's fingerprint.
+// Runtime, one probe at a time (an Execer) or as one batch (a BatchRuntime,
+// such as a Kubernetes Job or its log replayed): interpreter and wheel set,
+// torch/CUDA/cuDNN/NCCL versions, CUDA availability, an NCCL all-reduce over
+// every GPU with its bus bandwidth, torch.compile cache reuse across two
+// processes, /dev/shm, TMPDIR, cache paths and the init's fingerprint.
 //
 // The Result is the predicate of the verification attestation that
-// promotion requires.
+// promotion requires. The runtimes live in packages of their own
+// (internal/verify/inplace, podman, containerd, kubernetes), and
+// internal/verify/runtimes selects one: this package links none of them.
 package verify
 
 import (
@@ -31,8 +33,8 @@ import (
 // DefaultTimeout bounds a verification when the lock sets none.
 const DefaultTimeout = 10 * time.Minute
 
-// Run verifies the image described by l and returns the result. When a
-// check fails it returns the result and a *FailedError; when verification
+// Run verifies the image described by l with the runtime WithRuntime
+// gives and returns the result. When a check fails it returns the result and a *FailedError; when verification
 // could not run it returns what it has and a *NotRunError.
 func Run(ctx context.Context, l *lock.Lock, opts ...Option) (*Result, error) {
 	if l == nil {
@@ -46,6 +48,9 @@ func Run(ctx context.Context, l *lock.Lock, opts ...Option) (*Result, error) {
 		return nil, err
 	}
 	defer o.runtime.Close()
+	if _, batch := o.base.(BatchRuntime); batch && o.startup {
+		return nil, fmt.Errorf("verify: timing the first step needs a runtime that runs probes one by one: %s runs its whole probe set at once", o.base.Name())
+	}
 	if t := o.target; t != nil && (t.Lock.Digest != l.Digest || t.Lock.Base.Platform != l.Base.Platform) {
 		return nil, fmt.Errorf("verify: the target is the %s image of lock %s, Run was given lock %s (%s)", t.Platform, t.Lock.Digest, l.Digest, l.Base.Platform)
 	}
@@ -115,6 +120,8 @@ type runner struct {
 	l   *lock.Lock
 	o   *options
 	res *Result
+	// batch is a BatchRuntime's output, once it ran.
+	batch []byte
 }
 
 // exec runs p and decodes its result line into v; it returns the wall time.
@@ -123,7 +130,16 @@ func (r *runner) exec(ctx context.Context, p Probe, v any) (float64, error) {
 		p.Python = ImagePython(r.l)
 	}
 	t := time.Now()
-	out, err := r.o.runtime.Exec(ctx, p)
+	var out []byte
+	var err error
+	switch rt := r.o.base.(type) {
+	case BatchRuntime:
+		if out = r.batch; len(out) == 0 {
+			err = &ProbeError{Probe: p.Name, Err: fmt.Errorf("the %s runtime's output is empty", rt.Name())}
+		}
+	case Execer:
+		out, err = rt.Exec(ctx, p)
+	}
 	secs := time.Since(t).Seconds()
 	logs.From(ctx).Info("probe done", "probe", p.Name, "seconds", fmt.Sprintf("%.2f", secs), "err", err)
 	if perr := parseProbe(p.Name, out, v); perr != nil {
@@ -166,7 +182,16 @@ func (r *runner) run(ctx context.Context) error {
 	if l.Python.Path != "" {
 		envArgs = append(envArgs, "--interpreter", l.Python.Path)
 	}
-	envSecs, err := r.exec(ctx, Probe{Name: "env", Script: "env.py", Args: envArgs, GPU: gpu}, &env)
+	var err error
+	if b, ok := o.base.(BatchRuntime); ok {
+		// The whole probe set runs now, as one batch; each exec below
+		// evaluates its probe's line of the output.
+		r.batch, err = b.RunBatch(ctx)
+	}
+	var envSecs float64
+	if err == nil {
+		envSecs, err = r.exec(ctx, Probe{Name: "env", Script: "env.py", Args: envArgs, GPU: gpu}, &env)
+	}
 	if err != nil {
 		var ae *auth.Error
 		var nr *NotRunError
@@ -175,8 +200,8 @@ func (r *runner) run(ctx context.Context) error {
 		}
 		return &NotRunError{Stage: r.o.runtime.Name() + " probe env", Err: err}
 	}
-	r.res.Proof = proof(o.runtime, env, r.res.Digest)
-	if pr, ok := o.runtime.(PodRunner); ok {
+	r.res.Proof = proof(o.base, env, r.res.Digest)
+	if pr, ok := o.base.(PodRunner); ok {
 		r.res.Pod = pr.RanPod()
 	}
 

@@ -3,7 +3,7 @@ package cmd
 import (
 	"github.com/spf13/cobra"
 
-	"imagectl/internal/verify"
+	"imagectl/internal/verify/kubernetes"
 )
 
 // kubeFlags point the kubernetes runtime at a cluster: the same flags, with
@@ -20,8 +20,8 @@ func (k *kubeFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&k.claim, "storage-claim", "", "kubernetes: PersistentVolumeClaim mounted at the lock's runtime.storage.path (default: an emptyDir)")
 }
 
-// apply sets the flags' fields of c.
-func (k *kubeFlags) apply(c *verify.RuntimeConfig) {
-	c.Kubeconfig, c.KubeContext, c.Namespace = k.kubeconfig, k.context, k.namespace
-	c.Job.StorageClaim = k.claim
+// options are the kubernetes runtime's options the flags set.
+func (k *kubeFlags) options() []kubernetes.Option {
+	return []kubernetes.Option{kubernetes.WithKubeconfig(k.kubeconfig), kubernetes.WithContext(k.context),
+		kubernetes.WithNamespace(k.namespace), kubernetes.WithStorageClaim(k.claim)}
 }

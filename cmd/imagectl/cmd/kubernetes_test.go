@@ -1,17 +1,19 @@
 package cmd
 
 import (
+	"github.com/google/go-containerregistry/pkg/name"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
-	"imagectl/internal/verify"
+	"imagectl/internal/lock"
+	"imagectl/internal/verify/kubernetes"
 )
 
 // verify and release point the kubernetes runtime at a cluster with the
-// same flags, the same help, into the same RuntimeConfig fields.
+// same flags, the same help, into the same kubernetes runtime options.
 func TestKubeFlagsShared(t *testing.T) {
 	root := New()
 	cmds := map[string]*cobra.Command{}
@@ -35,10 +37,11 @@ func TestKubeFlagsShared(t *testing.T) {
 	if err := c.Flags().Parse([]string{"--kubeconfig", "/k", "--context", "gpu", "--namespace", "ns", "--storage-claim", "pvc"}); err != nil {
 		t.Fatal(err)
 	}
-	var rc verify.RuntimeConfig
-	k.apply(&rc)
-	if rc.Kubeconfig != "/k" || rc.KubeContext != "gpu" || rc.Namespace != "ns" || rc.Job.StorageClaim != "pvc" {
-		t.Errorf("apply() = kubeconfig %q context %q namespace %q claim %q, want /k gpu ns pvc", rc.Kubeconfig, rc.KubeContext, rc.Namespace, rc.Job.StorageClaim)
+	if k.kubeconfig != "/k" || k.context != "gpu" || k.namespace != "ns" || k.claim != "pvc" {
+		t.Errorf("flags = kubeconfig %q context %q namespace %q claim %q, want /k gpu ns pvc", k.kubeconfig, k.context, k.namespace, k.claim)
+	}
+	if _, err := kubernetes.New(&lock.Lock{}, name.MustParseReference("localhost/demo@sha256:abababababababababababababababababababababababababababababababab").(name.Digest), k.options()...); err != nil {
+		t.Errorf("kubernetes.New(the flags' options) = %v", err)
 	}
 }
 

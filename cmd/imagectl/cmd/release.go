@@ -22,6 +22,8 @@ import (
 	"imagectl/internal/sign"
 	"imagectl/internal/spec"
 	"imagectl/internal/verify"
+	"imagectl/internal/verify/containerd"
+	"imagectl/internal/verify/runtimes"
 )
 
 type releaseFlags struct {
@@ -118,7 +120,7 @@ stops the image with exit 77, naming the host and the credential source.`,
 	fl.StringVar(&f.verifierPub, "verifier-pub", "", "verifier public key (default: --verifier-key with .pub)")
 	fl.StringVar(&f.runtime, "verify-runtime", "auto", "containerd, podman, docker, in-place, kubernetes (a Job per image on a GPU cluster, --jobs at once), or auto (containerd when its socket answers, else podman, else docker; never in-place or kubernetes)")
 	f.kube.add(cmd) // --kubeconfig, --context, --namespace, --storage-claim
-	fl.StringVar(&f.containerd, "containerd-address", "", "containerd socket (default $CONTAINERD_ADDRESS, else "+verify.DefaultContainerdAddress+")")
+	fl.StringVar(&f.containerd, "containerd-address", "", "containerd socket (default $CONTAINERD_ADDRESS, else "+containerd.DefaultAddress+")")
 	fl.BoolVar(&f.requireContainer, "require-container-runtime", false, "promote only digests verified in a container started from the digest")
 	fl.StringVar(&f.scan.db, "db", "", "vulnerability database (a grype v6 directory or archive, or an OCI artifact REF): scan each image before promotion, attest the result, and gate promotion on the spec's policy { vulnerabilities { ... } }")
 	fl.DurationVar(&f.scan.maxDBAge, "max-db-age", scan.DefaultMaxDBAge, "refuse a vulnerability database built longer ago than this")
@@ -168,14 +170,13 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		return err
 	}
 	defer closeBuilders()
-	rc := verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd, RegistryTLS: accessOf(cmd).TLSConfig()}
-	f.kube.apply(&rc)
-	rt, kind, why, err := release.SelectVerifyRuntime(ctx, verify.Detector{}, rc)
+	sel, err := release.SelectVerifyRuntime(ctx, f.runtime, runtimes.WithStorage(f.storage), runtimes.WithContainerdAddress(f.containerd),
+		runtimes.WithContainerd(containerd.WithTLS(accessOf(cmd).TLSConfig())), runtimes.WithKubernetes(f.kube.options()...))
 	if err != nil {
 		return err
 	}
-	printRuntime(cmd.ErrOrStderr(), "release: verify", kind, why)
-	if kind == verify.RuntimeKubernetes && rc.Job.StorageClaim != "" {
+	printRuntime(cmd.ErrOrStderr(), "release: verify", sel.Kind, sel.Reason)
+	if sel.Kind == verify.RuntimeKubernetes && f.kube.claim != "" {
 		if err := release.CheckSharedFingerprints(imgs, f.jobs); err != nil {
 			return exitcode.Wrap(exitcode.Usage, err)
 		}
@@ -198,7 +199,7 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		PublicKey:               pubFor(f.pub, f.key),
 		VerifierSignOptions:     []sign.Option{sign.WithSigner(verifier)},
 		VerifierPublicKey:       pubFor(f.verifierPub, f.verifierKey),
-		VerifyRuntime:           rt,
+		VerifyRuntime:           sel.Runtime,
 		RequireContainerRuntime: f.requireContainer,
 		SkipPlatforms:           f.skipPlatforms,
 		Month:                   f.month,

@@ -15,6 +15,10 @@ import (
 	"imagectl/internal/lock"
 	"imagectl/internal/sign"
 	"imagectl/internal/verify"
+	"imagectl/internal/verify/containerd"
+	"imagectl/internal/verify/kubernetes"
+	"imagectl/internal/verify/podman"
+	"imagectl/internal/verify/runtimes"
 )
 
 type verifyFlags struct {
@@ -108,11 +112,11 @@ kubelet's pull was refused with 401.`,
 	fl.StringVar(&f.runtime, "runtime", "auto", "auto, containerd, podman, docker, in-place or kubernetes (auto: containerd when its socket answers, else podman, else docker, else in-place only inside IMAGE itself)")
 	fl.StringVar(&f.python, "python", "", "the image's Python (default: /opt/venv/bin/python if present, else python3)")
 	fl.StringVar(&f.from, "from", "", "podman/docker: what to run instead of IMAGE@DIGEST, e.g. oci:DIR or oci-archive:FILE")
-	fl.StringVar(&f.storage, "storage", "", "container runtimes: host folder mounted at the lock's runtime.storage.path")
+	fl.StringVar(&f.storage, "storage", "", "container runtimes: host folder mounted at the lock's runtime.storage.path (default: a throwaway ready folder)")
 	fl.StringVar(&f.gpus, "gpus", "cdi", "podman/docker: how GPUs are passed: cdi (--device nvidia.com/gpu=all) or docker (--gpus all)")
 	fl.StringVar(&f.shmSize, "shm-size", "", "container runtimes: /dev/shm size, e.g. 2Gi or 1g (default: the lock's min_shm_bytes, at least 1Gi)")
 	fl.IntVar(&f.gpuCount, "gpu-count", 0, "containerd/podman/docker: GPUs given to each container (default 0: all, nvidia.com/gpu=all)")
-	fl.StringVar(&f.containerd, "containerd-address", "", "containerd: socket (default $CONTAINERD_ADDRESS, else "+verify.DefaultContainerdAddress+")")
+	fl.StringVar(&f.containerd, "containerd-address", "", "containerd: socket (default $CONTAINERD_ADDRESS, else "+containerd.DefaultAddress+")")
 	fl.StringVar(&f.ctrNamespace, "containerd-namespace", "", "containerd: namespace for the image and the probe containers (default $CONTAINERD_NAMESPACE, else imagectl)")
 	fl.StringVar(&f.snapshotter, "snapshotter", "overlayfs", "containerd: snapshotter that unpacks the image")
 	fl.StringArrayVar(&f.cdiDirs, "cdi-spec-dir", nil, "containerd: folder of CDI specs (repeatable; default /etc/cdi and /var/run/cdi)")
@@ -132,23 +136,9 @@ kubelet's pull was refused with 401.`,
 }
 
 func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
-	asJSON, err := f.out.json()
+	asJSON, ref, err := f.usage(image)
 	if err != nil {
 		return err
-	}
-	ref, err := name.NewDigest(image)
-	if err != nil {
-		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%q: verify takes an image by digest (repo@sha256:...): %w", image, err))
-	}
-	if f.sign && f.key == "" {
-		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--sign needs --key"))
-	}
-	if err := jobFlagsUsage(f); err != nil {
-		return exitcode.Wrap(exitcode.Usage, err)
-	}
-	f.startup = f.startup || f.startupFiles != ""
-	if f.startup && f.runtime == verify.RuntimeKubernetes {
-		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--startup needs a runtime that runs probes one by one (containerd, podman, docker, in-place): the Kubernetes Job runs its fixed probe script"))
 	}
 	l, err := lock.Read(f.lockPath)
 	if err != nil {
@@ -162,36 +152,17 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		fmt.Fprintf(cmd.ErrOrStderr(), "verify: %s is an image index; verifying its %s image %s here, the others are not verified on this host\n", ref, t.Platform, t.Image.DigestStr())
 	}
 	ref, l = sub.Image, sub.Lock
-	opts := append(sub.Options(), verify.WithAllReduceIters(f.iters, f.warmup), verify.WithStartup(f.startup))
-	if f.renderJob || f.jobLog != "" { // jobFlagsUsage: only with --runtime kubernetes
-		if f.renderJob {
-			return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)
-		}
-		b, err := os.ReadFile(f.jobLog)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, verify.WithRuntime(&verify.Recorded{Log: b}), verify.WithGPUProber(nil))
-	} else {
-		rc := verify.RuntimeConfig{Kind: f.runtime, Image: ref, From: f.from,
-			Python: f.python, Storage: f.storage, ShmSize: f.shmSize, GPUMode: f.gpus, GPUs: f.gpuCount,
-			ContainerdAddress: f.containerd, ContainerdNamespace: f.ctrNamespace, Snapshotter: f.snapshotter,
-			CDISpecDirs: f.cdiDirs, PodmanArgs: f.podArgs, RegistryTLS: accessOf(cmd).TLSConfig(), Keep: f.keep,
-			Job: verify.JobConfig{Iters: f.iters, Warmup: f.warmup}}
-		f.kube.apply(&rc)
-		sel, err := verify.Detector{}.Select(cmd.Context(), l, rc, true)
-		if err != nil {
-			return err
-		}
-		printRuntime(cmd.ErrOrStderr(), "verify", sel.Kind, sel.Reason)
-		opts = append(opts, verify.WithRuntime(sel.Runtime), verify.WithRegistryAccess(accessOf(cmd)))
+	if f.renderJob { // jobFlagsUsage: only with --runtime kubernetes
+		return printJob(cmd.OutOrStdout(), l, ref, f, asJSON)
 	}
+	opts, err := f.runtimeRun(cmd, l, ref)
+	if err != nil {
+		return err
+	}
+	opts = append(append(sub.Options(), verify.WithAllReduceIters(f.iters, f.warmup), verify.WithStartup(f.startup)), opts...)
 	res, verr := verify.Run(cmd.Context(), l, opts...)
-	if f.startupFiles != "" && res != nil && res.Startup != nil {
-		if err := atomicfile.Write(f.startupFiles, []byte(verify.StartupFilesText(res)), 0o644); err != nil {
-			return fmt.Errorf("writing --startup-files: %w", err)
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "verify: %d files of the first step written to %s\n", res.Startup.FileCount, f.startupFiles)
+	if err := writeStartupFiles(cmd.ErrOrStderr(), f.startupFiles, res); err != nil {
+		return err
 	}
 	var notRun *verify.NotRunError
 	if res != nil && (asJSON || !errors.As(verr, &notRun)) {
@@ -205,6 +176,75 @@ func runVerify(cmd *cobra.Command, image string, f *verifyFlags) error {
 		}
 	}
 	return verr
+}
+
+// usage checks the flags and IMAGE before anything runs (exit 2).
+func (f *verifyFlags) usage(image string) (asJSON bool, ref name.Digest, err error) {
+	if asJSON, err = f.out.json(); err != nil {
+		return false, ref, err
+	}
+	if ref, err = name.NewDigest(image); err != nil {
+		return false, ref, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%q: verify takes an image by digest (repo@sha256:...): %w", image, err))
+	}
+	if f.sign && f.key == "" {
+		return false, ref, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--sign needs --key"))
+	}
+	if err := jobFlagsUsage(f); err != nil {
+		return false, ref, exitcode.Wrap(exitcode.Usage, err)
+	}
+	f.startup = f.startup || f.startupFiles != ""
+	if f.startup && f.runtime == verify.RuntimeKubernetes {
+		return false, ref, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--startup needs a runtime that runs probes one by one (containerd, podman, docker, in-place): the Kubernetes Job runs its fixed probe script"))
+	}
+	return asJSON, ref, nil
+}
+
+// runtimeRun returns the Run options of the runtime the flags name: a Job log
+// read back (--job-log), else the runtime runtimes.Select picks, named on
+// stderr, for the image ref of lock l. Run closes it.
+func (f *verifyFlags) runtimeRun(cmd *cobra.Command, l *lock.Lock, ref name.Digest) ([]verify.Option, error) {
+	if f.jobLog != "" {
+		b, err := os.ReadFile(f.jobLog)
+		if err != nil {
+			return nil, err
+		}
+		return []verify.Option{verify.WithRuntime(&verify.Recorded{Log: b}), verify.WithGPUProber(nil)}, nil
+	}
+	sel, err := runtimes.Select(cmd.Context(), f.runtime, f.runtimeOptions(cmd, ref)...)
+	if err != nil {
+		return nil, err
+	}
+	printRuntime(cmd.ErrOrStderr(), "verify", sel.Kind, sel.Reason)
+	rt, err := sel.Runtime(l, ref)
+	if err != nil {
+		return nil, err
+	}
+	return []verify.Option{verify.WithRuntime(rt), verify.WithRegistryAccess(accessOf(cmd))}, nil
+}
+
+// writeStartupFiles writes the files the first step took (--startup-files).
+func writeStartupFiles(w io.Writer, path string, res *verify.Result) error {
+	if path == "" || res == nil || res.Startup == nil {
+		return nil
+	}
+	if err := atomicfile.Write(path, []byte(verify.StartupFilesText(res)), 0o644); err != nil {
+		return fmt.Errorf("writing --startup-files: %w", err)
+	}
+	fmt.Fprintf(w, "verify: %d files of the first step written to %s\n", res.Startup.FileCount, path)
+	return nil
+}
+
+// runtimeOptions map the runtime flags to the selection's common settings
+// and each runtime's own options.
+func (f *verifyFlags) runtimeOptions(cmd *cobra.Command, ref name.Digest) []runtimes.Option {
+	return []runtimes.Option{
+		runtimes.WithAutoInPlace(&ref), runtimes.WithFrom(f.from), runtimes.WithPython(f.python), runtimes.WithStorage(f.storage),
+		runtimes.WithShmSize(f.shmSize), runtimes.WithGPUs(f.gpuCount), runtimes.WithContainerdAddress(f.containerd),
+		runtimes.WithContainerd(containerd.WithNamespace(f.ctrNamespace), containerd.WithSnapshotter(f.snapshotter),
+			containerd.WithCDISpecDirs(f.cdiDirs...), containerd.WithTLS(accessOf(cmd).TLSConfig())),
+		runtimes.WithPodman(podman.WithGPUMode(f.gpus), podman.WithExtraArgs(f.podArgs...)),
+		runtimes.WithKubernetes(append(f.kube.options(), kubernetes.WithKeep(f.keep), kubernetes.WithAllReduceIters(f.iters, f.warmup))...),
+	}
 }
 
 // jobFlagsUsage refuses --render-job and --job-log where they would be
@@ -243,7 +283,7 @@ func printRuntime(w io.Writer, who, kind, reason string) {
 }
 
 func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags, asJSON bool) error {
-	cm, job, err := verify.RenderJob(l, ref, verify.JobConfig{Namespace: f.kube.namespace, StorageClaim: f.kube.claim,
+	cm, job, err := kubernetes.RenderJob(l, ref, kubernetes.JobConfig{Namespace: f.kube.namespace, StorageClaim: f.kube.claim,
 		Python: f.python, ShmSize: f.shmSize, Iters: f.iters, Warmup: f.warmup})
 	if err != nil {
 		return err
@@ -251,7 +291,7 @@ func printJob(w io.Writer, l *lock.Lock, ref name.Digest, f *verifyFlags, asJSON
 	if asJSON {
 		return writeJSON(w, map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{cm, job}})
 	}
-	b, err := verify.MarshalJob(cm, job)
+	b, err := kubernetes.MarshalJob(cm, job)
 	if err != nil {
 		return err
 	}

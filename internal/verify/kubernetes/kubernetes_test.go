@@ -1,4 +1,4 @@
-package verify
+package kubernetes
 
 import (
 	"flag"
@@ -12,13 +12,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/verify/verifytest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 func TestRenderJob(t *testing.T) {
-	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
-	cm, job, err := RenderJob(l, testRef, JobConfig{Namespace: "gpu-verify", StorageClaim: "verify-storage"})
+	l := readLock(t, "../testdata/h200-torch2.11-cu130.lock.json")
+	cm, job, err := RenderJob(l, verifytest.Ref, JobConfig{Namespace: "gpu-verify", StorageClaim: "verify-storage"})
 	if err != nil {
 		t.Fatalf("RenderJob() error = %v", err)
 	}
@@ -54,8 +55,8 @@ func TestRenderJob(t *testing.T) {
 		t.Fatalf("Job: %v", err)
 	}
 	c := job2.Spec.Template.Spec.Containers[0]
-	if c.Image != testRef.String() {
-		t.Errorf("image %q, want %q", c.Image, testRef.String())
+	if c.Image != verifytest.Ref.String() {
+		t.Errorf("image %q, want %q", c.Image, verifytest.Ref.String())
 	}
 	if q := c.Resources.Limits[GPUResource]; q.Value() != 2 {
 		t.Errorf("nvidia.com/gpu limit %s, want 2 (verify.min_gpus)", q.String())
@@ -74,8 +75,8 @@ func TestRenderJob(t *testing.T) {
 	for _, e := range c.Env {
 		env[e.Name] = e.Value
 	}
-	if env["IMAGECTL_IMAGE_DIGEST"] != testRef.DigestStr() || env["NCCL_NVLS_ENABLE"] != "0" {
-		t.Errorf("container env = %v, want IMAGECTL_IMAGE_DIGEST=%s (for the init's fingerprint) and NCCL_NVLS_ENABLE=0", env, testRef.DigestStr())
+	if env["IMAGECTL_IMAGE_DIGEST"] != verifytest.Ref.DigestStr() || env["NCCL_NVLS_ENABLE"] != "0" {
+		t.Errorf("container env = %v, want IMAGECTL_IMAGE_DIGEST=%s (for the init's fingerprint) and NCCL_NVLS_ENABLE=0", env, verifytest.Ref.DigestStr())
 	}
 	if len(c.Command) != 0 {
 		t.Errorf("command %v overrides the image's entrypoint (the init); want args only", c.Command)
@@ -91,10 +92,10 @@ func TestRenderJob(t *testing.T) {
 }
 
 func TestRenderJobCPUOnly(t *testing.T) {
-	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
+	l := readLock(t, "../testdata/h200-torch2.11-cu130.lock.json")
 	l.Verify.CPUOnly = true
 	l.Runtime.Storage.Path = ""
-	cm, job, err := RenderJob(l, testRef, JobConfig{})
+	cm, job, err := RenderJob(l, verifytest.Ref, JobConfig{})
 	if err != nil {
 		t.Fatalf("RenderJob() error = %v", err)
 	}
@@ -112,7 +113,7 @@ func TestRenderJobCPUOnly(t *testing.T) {
 // runtimes' throwaway folder does, so the init finds the storage ready; a
 // claim's volume carries its own.
 func TestRenderJobReadyStorage(t *testing.T) {
-	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
+	l := readLock(t, "../testdata/h200-torch2.11-cu130.lock.json")
 	l.Runtime.Storage.ReadyFile = "/tmp/imagectl-storage/.ready"
 	readyMount := func(job *batchv1.Job) *corev1.VolumeMount {
 		for _, m := range job.Spec.Template.Spec.Containers[0].VolumeMounts {
@@ -122,7 +123,7 @@ func TestRenderJobReadyStorage(t *testing.T) {
 		}
 		return nil
 	}
-	cm, job, err := RenderJob(l, testRef, JobConfig{})
+	cm, job, err := RenderJob(l, verifytest.Ref, JobConfig{})
 	if err != nil {
 		t.Fatalf("RenderJob() error = %v", err)
 	}
@@ -146,7 +147,7 @@ func TestRenderJobReadyStorage(t *testing.T) {
 		t.Errorf("ValidateJob() = %v", err)
 	}
 
-	cm, job, err = RenderJob(l, testRef, JobConfig{StorageClaim: "verify-cache"})
+	cm, job, err = RenderJob(l, verifytest.Ref, JobConfig{StorageClaim: "verify-cache"})
 	if err != nil {
 		t.Fatalf("RenderJob() error = %v", err)
 	}
@@ -164,7 +165,7 @@ func TestRenderJobReadyStorage(t *testing.T) {
 func TestDocsShowTheTestedYAML(t *testing.T) {
 	files := map[string]string{}
 	for _, n := range []string{"verifier-rbac.yaml", "verify-storage.yaml"} {
-		b, err := os.ReadFile("../../docs/kubernetes/" + n)
+		b, err := os.ReadFile("../../../docs/kubernetes/" + n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +175,7 @@ func TestDocsShowTheTestedYAML(t *testing.T) {
 		"verify.md":    {"verifier-rbac.yaml"},
 		"scale-out.md": {"verifier-rbac.yaml", "verify-storage.yaml"},
 	} {
-		b, err := os.ReadFile("../../docs/" + page)
+		b, err := os.ReadFile("../../../docs/" + page)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,9 +211,9 @@ func TestDocsShowTheTestedYAML(t *testing.T) {
 // The Job runs the probes with the lock's interpreter (the venv made from
 // python.path) and has env.py check it.
 func TestRenderJobLockedPython(t *testing.T) {
-	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
+	l := readLock(t, "../testdata/h200-torch2.11-cu130.lock.json")
 	l.Python = lock.Python{Version: "3.12.3", Path: "/usr/bin/python3.12", Provider: "apt"}
-	cm, _, err := RenderJob(l, testRef, JobConfig{})
+	cm, _, err := RenderJob(l, verifytest.Ref, JobConfig{})
 	if err != nil {
 		t.Fatalf("RenderJob() error = %v", err)
 	}
@@ -225,7 +226,7 @@ func TestRenderJobLockedPython(t *testing.T) {
 }
 
 func TestValidateJobRejects(t *testing.T) {
-	l := readLock(t, "testdata/h200-torch2.11-cu130.lock.json")
+	l := readLock(t, "../testdata/h200-torch2.11-cu130.lock.json")
 	for _, tc := range []struct {
 		name string
 		edit func(*corev1.ConfigMap, *batchv1.Job)
@@ -250,7 +251,7 @@ func TestValidateJobRejects(t *testing.T) {
 		}, "unknown volume"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cm, job, err := RenderJob(l, testRef, JobConfig{})
+			cm, job, err := RenderJob(l, verifytest.Ref, JobConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,29 +264,11 @@ func TestValidateJobRejects(t *testing.T) {
 	}
 }
 
-func TestPodmanArgs(t *testing.T) {
-	for k := range PassEnv {
-		t.Setenv(k, "")
+func readLock(t *testing.T, path string) *lock.Lock {
+	t.Helper()
+	l, err := lock.Read(path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Setenv("NCCL_NVLS_ENABLE", "0") // as the GPU host sets it
-	p := &Podman{Image: "127.0.0.1:5000/demo@sha256:" + strings.Repeat("ab", 32), Storage: "/mnt/s", StoragePath: "/storage"}
-	got := p.Args("/tmp/probes", Probe{Script: "env.py", Args: []string{"--fingerprint", "/storage/fp.json"}, GPU: true})
-	want := []string{"run", "--rm", "--network=none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
-		"--shm-size", "1g", "--device", "nvidia.com/gpu=all",
-		"-e", "NCCL_NVLS_ENABLE=0", "-e", "NVSHMEM_DISABLE_NVLS=1", "-e", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1",
-		"-e", "IMAGECTL_IMAGE_DIGEST=sha256:" + strings.Repeat("ab", 32),
-		"-v", "/tmp/probes:/imagectl-probes:ro", "-v", "/mnt/s:/storage",
-		"--tls-verify=false", p.Image, "python3", "/imagectl-probes/env.py", "--fingerprint", "/storage/fp.json"}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("Podman.Args() (-want +got):\n%s", d)
-	}
-	p = &Podman{Binary: "docker", Image: "oci:/x", GPUFlags: []string{"--gpus", "all"}, Ulimits: []string{}}
-	got = p.Args("/p", Probe{Script: "torchinfo.py"})
-	// An oci: layout is no digest: the container is not told one.
-	want = []string{"run", "--rm", "--network=none", "--shm-size", "1g",
-		"-e", "NCCL_NVLS_ENABLE=0", "-e", "NVSHMEM_DISABLE_NVLS=1", "-e", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1",
-		"-v", "/p:/imagectl-probes:ro", "oci:/x", "python3", "/imagectl-probes/torchinfo.py"}
-	if d := cmp.Diff(want, got); d != "" || p.Name() != "docker" || p.RanDigest() != "" {
-		t.Errorf("Podman.Args() docker, no GPU (-want +got):\n%s", d)
-	}
+	return l
 }

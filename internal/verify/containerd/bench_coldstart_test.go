@@ -1,7 +1,9 @@
-package verify
+package containerd
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 
 	"imagectl/internal/build"
 	"imagectl/internal/testenv"
+	"imagectl/internal/verify"
+	"imagectl/internal/verify/verifytest"
 )
 
 // BenchmarkColdStart (make bench: hack/bench/coldstart.sh) times the demo
@@ -25,25 +29,27 @@ func BenchmarkColdStart(b *testing.B) {
 	e := testenv.Get(b)
 	c := stargzContainerd(b, e)
 	ctx := context.Background()
-	gz, _, l := pushedDemo(b, e, "bench-coldstart")
+	gz, _, l := verifytest.PushedDemo(b, e, "bench-coldstart")
 	lazy, _, err := build.RewriteEstargz(ctx, gz, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ns := "bench-coldstart-" + randomHex(4)
 	first := func(ref name.Digest, snap string) time.Duration {
-		rt, err := NewRuntime(l, RuntimeConfig{Kind: RuntimeContainerd, Image: ref, ContainerdAddress: e.Containerd,
-			ContainerdNamespace: ns, Snapshotter: snap})
+		rt, err := New(ref, WithAddress(e.Containerd), WithNamespace(ns), WithSnapshotter(snap), WithShmBytes(verify.ShmBytes(l)))
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer rt.Close()
 		t := time.Now()
-		out, err := rt.Exec(ctx, Probe{Name: "firststep", Script: "firststep.py", Args: []string{"--device", "cpu", "--no-torch"}})
+		out, err := rt.Exec(ctx, verify.Probe{Name: "firststep", Script: "firststep.py", Args: []string{"--device", "cpu", "--no-torch"}})
 		d := time.Since(t)
-		var fs firstStepOut
+		var fs struct {
+			Files []string `json:"files"`
+		}
 		if err == nil {
-			err = parseProbe("firststep", out, &fs)
+			last := bytes.TrimSpace(out)
+			err = json.Unmarshal(last[bytes.LastIndexByte(last, '\n')+1:], &fs)
 		}
 		if err != nil || len(fs.Files) == 0 {
 			b.Fatalf("first step of %s on %s: %v (%d files)", ref, snap, err, len(fs.Files))

@@ -1,10 +1,12 @@
-package verify
+package containerd
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"imagectl/internal/verify"
+	"imagectl/internal/verify/verifytest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,8 +86,8 @@ func TestGPUDevices(t *testing.T) {
 	} {
 		got, err := GPUDevices(cache, tc.n)
 		if tc.wantErr {
-			if !errors.Is(err, ErrNoGPU) || !strings.Contains(err.Error(), "3 GPU(s) requested") {
-				t.Errorf("GPUDevices(%d) error = %v, want ErrNoGPU naming the request", tc.n, err)
+			if !errors.Is(err, verify.ErrNoGPU) || !strings.Contains(err.Error(), "3 GPU(s) requested") {
+				t.Errorf("GPUDevices(%d) error = %v, want verify.ErrNoGPU naming the request", tc.n, err)
 			}
 			continue
 		}
@@ -102,7 +104,7 @@ func TestGPUDevices(t *testing.T) {
 // probes read-only, the storage read-write, /dev/shm sized, the network
 // namespace joined, and the CDI devices injected for a GPU probe only.
 func TestContainerdSpec(t *testing.T) {
-	for k := range PassEnv {
+	for k := range verify.PassEnv {
 		t.Setenv(k, "")
 	}
 	img := newFakeImage(t, ocispec.ImageConfig{
@@ -114,7 +116,11 @@ func TestContainerdSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Containerd{Image: testRef, ShmBytes: 2 << 30, Storage: "/host/storage", StoragePath: "/storage", cdi: cache}
+	r, err := New(verifytest.Ref, WithShmBytes(2<<30), WithStorage("/host/storage", "/storage"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cdi = cache
 	ctx := namespaces.WithNamespace(context.Background(), "imagectl")
 	// containerd reads the user's groups from the unpacked root; a folder
 	// stands in for the snapshot.
@@ -127,7 +133,7 @@ func TestContainerdSpec(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gen := func(p Probe, devices []string) *oci.Spec {
+	gen := func(p verify.Probe, devices []string) *oci.Spec {
 		t.Helper()
 		opts := append([]oci.SpecOpts{oci.WithRootFSPath(root)}, r.SpecOpts(img, "/tmp/probes", "/run/netns/x", p, devices)...)
 		s, err := oci.GenerateSpec(ctx, nil, &containers.Container{ID: "probe"}, opts...)
@@ -137,13 +143,13 @@ func TestContainerdSpec(t *testing.T) {
 		return s
 	}
 
-	s := gen(Probe{Name: "torch", Script: "torchinfo.py", GPU: true, Python: "/opt/venv/bin/python"}, []string{"nvidia.com/gpu=0"})
+	s := gen(verify.Probe{Name: "torch", Script: "torchinfo.py", GPU: true, Python: "/opt/venv/bin/python"}, []string{"nvidia.com/gpu=0"})
 	if want := []string{"/usr/local/bin/imagectl-init", "--", "/opt/venv/bin/python", "/imagectl-probes/torchinfo.py"}; !cmp.Equal(s.Process.Args, want) {
 		t.Errorf("args = %q, want %q (the init stays the entrypoint)", s.Process.Args, want)
 	}
 	env := strings.Join(s.Process.Env, "\n")
 	for _, want := range []string{"PATH=/opt/venv/bin:/usr/bin:/bin", "NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1",
-		"NVSHMEM_DISABLE_NVLS=1", "IMAGECTL_IMAGE_DIGEST=" + testRef.DigestStr(), "NVIDIA_VISIBLE_DEVICES=void"} {
+		"NVSHMEM_DISABLE_NVLS=1", "IMAGECTL_IMAGE_DIGEST=" + verifytest.Ref.DigestStr(), "NVIDIA_VISIBLE_DEVICES=void"} {
 		if !strings.Contains("\n"+env+"\n", "\n"+want+"\n") {
 			t.Errorf("env lacks %s:\n%s", want, env)
 		}
@@ -181,7 +187,7 @@ func TestContainerdSpec(t *testing.T) {
 		t.Errorf("device nodes = %v, want /dev/nvidia0 and /dev/nvidiactl from the CDI spec", nodes)
 	}
 
-	s = gen(Probe{Name: "env", Script: "env.py"}, nil)
+	s = gen(verify.Probe{Name: "env", Script: "env.py"}, nil)
 	if len(s.Linux.Devices) != 0 {
 		t.Errorf("a probe without GPU got devices %v", s.Linux.Devices)
 	}

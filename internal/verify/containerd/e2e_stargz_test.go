@@ -1,4 +1,4 @@
-package verify
+package containerd
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 
 	"imagectl/internal/build"
 	"imagectl/internal/testenv"
+	"imagectl/internal/verify"
+	"imagectl/internal/verify/verifytest"
 )
 
 // TestStargzE2E pulls eStargz images lazily through the stargz-snapshotter
@@ -30,20 +32,19 @@ func TestStargzE2E(t *testing.T) {
 	defer cancel()
 	ns := "stargz-e2e-" + randomHex(4)
 
-	gz, _, l := pushedDemo(t, e, "verify-e2e-stargz")
+	gz, _, l := verifytest.PushedDemo(t, e, "verify-e2e-stargz")
 	l.Verify.CPUOnly = true
 	lazy, rep, err := build.RewriteEstargz(ctx, gz, nil)
 	if err != nil || rep.Layers == 0 {
 		t.Fatalf("RewriteEstargz(%s) = %+v, %v", gz, rep, err)
 	}
-	run := func(ref name.Digest) *Result {
+	run := func(ref name.Digest) *verify.Result {
 		t.Helper()
-		rt, err := NewRuntime(l, RuntimeConfig{Kind: RuntimeContainerd, Image: ref, ContainerdAddress: e.Containerd,
-			ContainerdNamespace: ns, Snapshotter: "stargz"})
+		rt, err := New(ref, WithAddress(e.Containerd), WithNamespace(ns), WithSnapshotter("stargz"), WithShmBytes(verify.ShmBytes(l)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(ctx, l, WithImage(ref), WithRuntime(rt), WithStartup(true))
+		res, err := verify.Run(ctx, l, verify.WithImage(ref), verify.WithRuntime(rt), verify.WithStartup(true))
 		if err != nil {
 			if res != nil {
 				for _, c := range res.Checks {
@@ -52,7 +53,7 @@ func TestStargzE2E(t *testing.T) {
 			}
 			t.Fatalf("Run(%s) lazily = %v, want it to pass", ref, err)
 		}
-		if res.Startup == nil || res.Startup.FileCount == 0 || res.Proof != ProofRuntime {
+		if res.Startup == nil || res.Startup.FileCount == 0 || res.Proof != verify.ProofRuntime {
 			t.Fatalf("Run(%s) startup %+v proof %q: want files recorded and the runtime's proof", ref, res.Startup, res.Proof)
 		}
 		return res

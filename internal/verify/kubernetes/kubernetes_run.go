@@ -1,8 +1,10 @@
-package verify
+package kubernetes
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,13 +21,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
+	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
+	"imagectl/internal/verify"
 )
 
 // FieldManager is the server-side apply field manager of what imagectl
@@ -36,7 +39,7 @@ const FieldManager = "imagectl"
 const jobContainer = "verify"
 
 // The failures a Kubernetes verification reports (each inside a
-// *NotRunError, exit 7; a pull refused with 401 is an *auth.Error, exit 77).
+// *verify.NotRunError, exit 7; a pull refused with 401 is an *auth.Error, exit 77).
 var (
 	// ErrNoGPUNode: the pod is Pending, FailedScheduling, and no node offers
 	// the GPU resource.
@@ -51,60 +54,49 @@ var (
 	ErrForbidden = errors.New("forbidden by the cluster's RBAC")
 )
 
-// PodRunner is a Runtime that ran the probes in a Kubernetes pod.
-type PodRunner interface {
-	// RanPod is the pod the probes ran in (nil before it ran).
-	RanPod() *PodRun
-}
-
-// Kubernetes runs the probes as a Kubernetes Job on a GPU node, driven
+// Runtime runs the probes as a Kubernetes Job on a GPU node, driven
 // through the API server (client-go): it applies (server-side) the
 // ConfigMap and the Job RenderJob makes, with a random suffix so that
 // concurrent runs never share objects, watches the pod until it ends or
 // the context's deadline (verify.timeout), streams the verify container's
-// log (every probe's output, which Exec hands to the evaluation like a
-// recorded Job log), reads the pod's UID, node and imageID back from the
-// API server (the proof: RanDigest is the digest the kubelet ran), and
-// deletes what it applied with foreground propagation, also when the run
-// fails or is cancelled, unless Keep.
-type Kubernetes struct {
-	// Kubeconfig is the kubeconfig file. The default is client-go's:
-	// $KUBECONFIG, else ~/.kube/config, else the in-cluster configuration.
-	Kubeconfig string
-	// Context is the kubeconfig context. The default is its current one.
-	Context string
-	// Namespace of the Job. The default is the context's namespace, else
-	// the in-cluster one, else "default".
-	Namespace string
-	// Image is the image, by digest, the Job runs.
-	Image name.Digest
-	// Lock is the image's lock, which shapes the Job (RenderJob).
-	Lock *lock.Lock
-	// Job shapes the Job further (storage claim, /dev/shm, Python, ...).
-	Job JobConfig
-	// Keep leaves the Job, its pod and the ConfigMap in place.
-	Keep bool
-	// Config is a ready client configuration; it overrides Kubeconfig and
-	// Context (tests, in-process callers).
-	Config *rest.Config
+// log (every probe's output: RunBatch's), reads the pod's UID, node and
+// imageID back from the API server (the proof: RanDigest is the digest the
+// kubelet ran), and deletes what it applied with foreground propagation,
+// also when the run fails or is cancelled, unless WithKeep. It is a
+// verify.BatchRuntime: one Job runs the whole probe set.
+type Runtime struct {
+	o     options
+	image name.Digest
+	lock  *lock.Lock
 
-	once    sync.Once
-	log     []byte
-	err     error
-	pod     *PodRun
+	pod     *verify.PodRun
 	cleanMu sync.Mutex
 	created []object // what to delete, in order
 }
 
+// New returns the runtime that verifies image ref, by digest, built from
+// lock l (which shapes the Job: RenderJob), in a Job on the cluster opts
+// point at.
+func New(l *lock.Lock, ref name.Digest, opts ...Option) (*Runtime, error) {
+	if l == nil {
+		return nil, errors.New("kubernetes runtime: no lock to render the Job from")
+	}
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{o: *o, image: ref, lock: l}, nil
+}
+
 type object struct{ kind, namespace, name string }
 
-// Name implements Runtime.
-func (*Kubernetes) Name() string { return RuntimeKubernetes }
+// Name implements verify.Runtime.
+func (*Runtime) Name() string { return verify.RuntimeKubernetes }
 
-// RanDigest implements DigestRunner: the digest in the imageID the
+// RanDigest implements verify.DigestRunner: the digest in the imageID the
 // kubelet reported for the verify container ("" before it ran, or when
 // the imageID names no digest).
-func (k *Kubernetes) RanDigest() string {
+func (k *Runtime) RanDigest() string {
 	if k.pod == nil {
 		return ""
 	}
@@ -115,44 +107,37 @@ func (k *Kubernetes) RanDigest() string {
 	return d
 }
 
-// RanPod implements PodRunner.
-func (k *Kubernetes) RanPod() *PodRun { return k.pod }
+// RanPod implements verify.PodRunner.
+func (k *Runtime) RanPod() *verify.PodRun { return k.pod }
 
-// Exec implements Runtime: the first call runs the Job; every call returns
-// its whole log, from which the caller's parser picks the probe's line.
-func (k *Kubernetes) Exec(ctx context.Context, p Probe) ([]byte, error) {
-	k.once.Do(func() { k.log, k.err = k.run(ctx) })
-	if k.err != nil {
-		return nil, k.err
-	}
-	if len(k.log) == 0 {
-		return nil, &ProbeError{Probe: p.Name, Err: errors.New("the Job's log is empty")}
-	}
-	return k.log, nil
+// RunBatch implements verify.BatchRuntime: it runs the Job and returns
+// its log, every probe's output.
+func (k *Runtime) RunBatch(ctx context.Context) ([]byte, error) {
+	return k.run(ctx)
 }
 
-// Close implements Runtime: it deletes what is left (nothing after a run
+// Close implements verify.Runtime: it deletes what is left (nothing after a run
 // that got as far as its own clean-up).
-func (k *Kubernetes) Close() error {
+func (k *Runtime) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return k.cleanup(ctx)
 }
 
 type clients struct {
-	api    kubernetes.Interface // requests with a timeout
-	stream kubernetes.Interface // watches and the log stream, bounded by ctx
+	api    k8s.Interface // requests with a timeout
+	stream k8s.Interface // watches and the log stream, bounded by ctx
 	ns     string
 }
 
 // restConfig loads the client configuration and the namespace.
-func (k *Kubernetes) restConfig() (*rest.Config, string, error) {
-	if k.Config != nil {
-		return rest.CopyConfig(k.Config), firstNonEmpty(k.Namespace, "default"), nil
+func (k *Runtime) restConfig() (*rest.Config, string, error) {
+	if k.o.config != nil {
+		return rest.CopyConfig(k.o.config), firstNonEmpty(k.o.namespace, "default"), nil
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = k.Kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.Context})
+	rules.ExplicitPath = k.o.kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: k.o.context})
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		if clientcmd.IsEmptyConfig(err) {
@@ -160,7 +145,7 @@ func (k *Kubernetes) restConfig() (*rest.Config, string, error) {
 		}
 		return nil, "", fmt.Errorf("loading the kubeconfig: %w", err)
 	}
-	ns := k.Namespace
+	ns := k.o.namespace
 	if ns == "" {
 		if ns, _, err = cc.Namespace(); err != nil {
 			return nil, "", fmt.Errorf("the kubeconfig's namespace: %w", err)
@@ -169,7 +154,7 @@ func (k *Kubernetes) restConfig() (*rest.Config, string, error) {
 	return cfg, firstNonEmpty(ns, "default"), nil
 }
 
-func (k *Kubernetes) clients() (*clients, error) {
+func (k *Runtime) clients() (*clients, error) {
 	cfg, ns, err := k.restConfig()
 	if err != nil {
 		return nil, err
@@ -177,33 +162,30 @@ func (k *Kubernetes) clients() (*clients, error) {
 	cfg.UserAgent = "imagectl"
 	stream := rest.CopyConfig(cfg)
 	cfg.Timeout = 30 * time.Second
-	api, err := kubernetes.NewForConfig(cfg)
+	api, err := k8s.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	st, err := kubernetes.NewForConfig(stream)
+	st, err := k8s.NewForConfig(stream)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return &clients{api: api, stream: st, ns: ns}, nil
 }
 
-func (k *Kubernetes) notRun(stage string, err error) error {
-	return &NotRunError{Stage: "kubernetes " + stage, Err: err}
+func (k *Runtime) notRun(stage string, err error) error {
+	return &verify.NotRunError{Stage: "kubernetes " + stage, Err: err}
 }
 
-func (k *Kubernetes) run(ctx context.Context) (out []byte, err error) {
+func (k *Runtime) run(ctx context.Context) (out []byte, err error) {
 	log := logs.From(ctx)
-	if k.Lock == nil {
-		return nil, k.notRun("job", errors.New("no lock to render the Job from"))
-	}
 	c, err := k.clients()
 	if err != nil {
 		return nil, k.notRun("client", err)
 	}
-	cfg := k.Job
+	cfg := k.o.job
 	cfg.Namespace = c.ns
-	cm, job, err := RenderJob(k.Lock, k.Image, cfg)
+	cm, job, err := RenderJob(k.lock, k.image, cfg)
 	if err != nil {
 		return nil, k.notRun("job", err)
 	}
@@ -213,7 +195,7 @@ func (k *Kubernetes) run(ctx context.Context) (out []byte, err error) {
 	cm.Name = job.Name + "-probes"
 	job.Spec.Template.Spec.Volumes[0].ConfigMap.Name = cm.Name
 	defer func() {
-		if k.Keep {
+		if k.o.keep {
 			log.Info("kept the verification Job", "namespace", c.ns, "job", job.Name)
 			return
 		}
@@ -248,7 +230,7 @@ func (k *Kubernetes) run(ctx context.Context) (out []byte, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	log.Info("applied the verification Job", "namespace", c.ns, "job", job.Name, "image", k.Image.String())
+	log.Info("applied the verification Job", "namespace", c.ns, "job", job.Name, "image", k.image.String())
 
 	sel := "batch.kubernetes.io/controller-uid=" + string(applied.UID)
 	pod, err := k.waitPod(ctx, c, sel, started)
@@ -264,7 +246,7 @@ func (k *Kubernetes) run(ctx context.Context) (out []byte, err error) {
 		return nil, err
 	}
 	st := containerStatus(pod)
-	k.pod = &PodRun{Namespace: c.ns, Job: job.Name, Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName}
+	k.pod = &verify.PodRun{Namespace: c.ns, Job: job.Name, Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName}
 	if st != nil {
 		k.pod.ImageID = st.ImageID
 	}
@@ -275,7 +257,7 @@ func (k *Kubernetes) run(ctx context.Context) (out []byte, err error) {
 	return buf.Bytes(), nil
 }
 
-func (k *Kubernetes) track(o object) {
+func (k *Runtime) track(o object) {
 	k.cleanMu.Lock()
 	defer k.cleanMu.Unlock()
 	k.created = append(k.created, o)
@@ -283,7 +265,7 @@ func (k *Kubernetes) track(o object) {
 
 // apply server-side applies obj (a typed object with its TypeMeta), with
 // the status and the null creation timestamps left out.
-func (k *Kubernetes) apply(ctx context.Context, c *clients, resource, objName string, obj runtime.Object) error {
+func (k *Runtime) apply(ctx context.Context, c *clients, resource, objName string, obj runtime.Object) error {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return k.notRun("apply", err)
@@ -325,7 +307,7 @@ func transientAPI(err error) bool {
 
 // call runs one API call with bounded retries of transient errors; a 403
 // becomes ErrForbidden naming the verb and the resource.
-func (k *Kubernetes) call(ctx context.Context, verb, resource string, fn func() error) error {
+func (k *Runtime) call(ctx context.Context, verb, resource string, fn func() error) error {
 	err := retry.OnError(apiBackoff, func(err error) bool { return ctx.Err() == nil && transientAPI(err) }, fn)
 	switch {
 	case err == nil:
@@ -340,9 +322,9 @@ func (k *Kubernetes) call(ctx context.Context, verb, resource string, fn func() 
 
 // ctxErr is the error of a run whose ctx ended: the deadline (verify.timeout)
 // or a cancel.
-func (k *Kubernetes) ctxErr(ctx context.Context, what string, err error) error {
+func (k *Runtime) ctxErr(ctx context.Context, what string, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return k.notRun("deadline", fmt.Errorf("%w (%s): %s: %v", ErrJobDeadline, timeoutOf(k.Lock), what, err))
+		return k.notRun("deadline", fmt.Errorf("%w (%s): %s: %v", ErrJobDeadline, timeoutOf(k.lock), what, err))
 	}
 	return k.notRun("cancelled", fmt.Errorf("%s: %w", what, ctx.Err()))
 }
@@ -351,16 +333,16 @@ func timeoutOf(l *lock.Lock) time.Duration {
 	if l != nil && l.Verify.Timeout > 0 {
 		return time.Duration(l.Verify.Timeout)
 	}
-	return DefaultTimeout
+	return verify.DefaultTimeout
 }
 
 // cleanup deletes what run applied (Job first, foreground: its pods go
 // before it; then the ConfigMap) and waits until they are gone.
-func (k *Kubernetes) cleanup(ctx context.Context) error {
+func (k *Runtime) cleanup(ctx context.Context) error {
 	k.cleanMu.Lock()
 	n := len(k.created)
 	k.cleanMu.Unlock()
-	if n == 0 || k.Keep {
+	if n == 0 || k.o.keep {
 		return nil
 	}
 	c, err := k.clients()
@@ -370,7 +352,7 @@ func (k *Kubernetes) cleanup(ctx context.Context) error {
 	return k.cleanupWith(ctx, c)
 }
 
-func (k *Kubernetes) cleanupWith(ctx context.Context, c *clients) error {
+func (k *Runtime) cleanupWith(ctx context.Context, c *clients) error {
 	k.cleanMu.Lock()
 	objs := k.created
 	k.created = nil
@@ -415,4 +397,19 @@ func (k *Kubernetes) cleanupWith(ctx context.Context, c *clients) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

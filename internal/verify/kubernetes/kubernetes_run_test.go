@@ -1,4 +1,4 @@
-package verify
+package kubernetes
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 
 	"imagectl/internal/auth"
 	"imagectl/internal/exitcode"
+	"imagectl/internal/verify"
+	"imagectl/internal/verify/verifytest"
 )
 
 func TestKubernetesRanDigest(t *testing.T) {
@@ -29,12 +31,12 @@ func TestKubernetesRanDigest(t *testing.T) {
 		{"", ""},
 		{"repo@md5:abc", ""},
 	} {
-		k := &Kubernetes{pod: &PodRun{ImageID: tc.imageID}}
+		k := &Runtime{pod: &verify.PodRun{ImageID: tc.imageID}}
 		if got := k.RanDigest(); got != tc.want {
 			t.Errorf("RanDigest(imageID %q) = %q, want %q", tc.imageID, got, tc.want)
 		}
 	}
-	if got := (&Kubernetes{}).RanDigest(); got != "" {
+	if got := (&Runtime{}).RanDigest(); got != "" {
 		t.Errorf("RanDigest() before a run = %q, want empty", got)
 	}
 }
@@ -65,7 +67,7 @@ func TestKilled(t *testing.T) {
 }
 
 func TestStuckPull(t *testing.T) {
-	k := &Kubernetes{Image: testRef}
+	k := &Runtime{image: verifytest.Ref}
 	waiting := func(reason, msg string) *corev1.Pod {
 		return podWith(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}, "")
 	}
@@ -91,14 +93,14 @@ func TestStuckPull(t *testing.T) {
 			t.Errorf("stuck(%s) = %v (code %d), want ErrImagePull with code %d", tc.name, err, exitcode.Code(err), tc.code)
 		}
 		var ae *auth.Error
-		if tc.code == exitcode.AuthFailed && (!errors.As(err, &ae) || ae.Host != testRef.RegistryStr()) {
-			t.Errorf("stuck(%s) = %v, want an *auth.Error naming %s", tc.name, err, testRef.RegistryStr())
+		if tc.code == exitcode.AuthFailed && (!errors.As(err, &ae) || ae.Host != verifytest.Ref.RegistryStr()) {
+			t.Errorf("stuck(%s) = %v, want an *auth.Error naming %s", tc.name, err, verifytest.Ref.RegistryStr())
 		}
 	}
 }
 
 func TestKubernetesCallForbidden(t *testing.T) {
-	k := &Kubernetes{}
+	k := &Runtime{}
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "j", errors.New("no RBAC"))
 	tries := 0
 	err := k.call(context.Background(), "patch", "jobs", func() error { tries++; return forbidden })
@@ -131,7 +133,7 @@ func TestPodDeletedAtTheDeadline(t *testing.T) {
 	pod.Labels = map[string]string{"batch.kubernetes.io/job-name": "imagectl-verify-x"}
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "imagectl-verify-x", Namespace: "ns"}}
 	c := &clients{api: fake.NewClientset(job), ns: "ns"}
-	k := &Kubernetes{}
+	k := &Runtime{}
 
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()

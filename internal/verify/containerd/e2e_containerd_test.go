@@ -1,4 +1,4 @@
-package verify
+package containerd
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/testenv"
+	"imagectl/internal/verify"
+	"imagectl/internal/verify/verifytest"
 )
 
 // TestContainerdE2E runs the containerd runtime for real against the
@@ -22,19 +24,19 @@ import (
 func TestContainerdE2E(t *testing.T) {
 	e := testenv.Get(t)
 	e.ContainerdSocket(t)
-	if _, err := (NVML{}).Probe(context.Background()); !errors.Is(err, ErrNoGPU) {
-		t.Skipf("this test expects a machine without GPUs; NVML says %v", err)
+	if _, err := (verify.NVML{}).Probe(context.Background()); !errors.Is(err, verify.ErrNoGPU) {
+		t.Skipf("this test expects a machine without GPUs; verify.NVML says %v", err)
 	}
-	ref, _, l := pushedDemo(t, e, "verify-e2e-ctr")
-	run := func(l *lock.Lock) (*Result, *Containerd, error) {
+	ref, _, l := verifytest.PushedDemo(t, e, "verify-e2e-ctr")
+	run := func(l *lock.Lock) (*verify.Result, *Runtime, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		rt, err := NewRuntime(l, RuntimeConfig{Kind: RuntimeContainerd, Image: ref, ContainerdAddress: e.Containerd})
+		rt, err := New(ref, WithAddress(e.Containerd), WithShmBytes(verify.ShmBytes(l)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(ctx, l, WithImage(ref), WithRuntime(rt))
-		return res, rt.(*Containerd), err
+		res, err := verify.Run(ctx, l, verify.WithImage(ref), verify.WithRuntime(rt))
+		return res, rt, err
 	}
 
 	t.Run("gpu image fails", func(t *testing.T) {
@@ -47,12 +49,12 @@ func TestContainerdE2E(t *testing.T) {
 			}
 			t.Fatalf("Run() error = %v (code %d), want code %d", err, code, exitcode.VerifyFailed)
 		}
-		c := statuses(res)
-		if c["gpu.visible"].Status != Fail || c["gpu.visible"].Value != "no GPU visible" {
+		c := verifytest.Statuses(res)
+		if c["gpu.visible"].Status != verify.Fail || c["gpu.visible"].Value != "no GPU visible" {
 			t.Errorf("gpu.visible = %+v, want fail \"no GPU visible\"", c["gpu.visible"])
 		}
 		for _, n := range []string{"python.version", "pip.packages", "shm.size", "tmpdir", "init.fingerprint"} {
-			if c[n].Status != Pass {
+			if c[n].Status != verify.Pass {
 				t.Errorf("check %s = %s (%s), want pass", n, c[n].Status, c[n].Detail)
 			}
 		}
@@ -72,18 +74,18 @@ func TestContainerdE2E(t *testing.T) {
 			}
 			t.Fatalf("Run() error = %v, want nil", err)
 		}
-		c := statuses(res)
-		if c["gpu.visible"].Status != Skip || c["driver.version"].Status != Skip {
+		c := verifytest.Statuses(res)
+		if c["gpu.visible"].Status != verify.Skip || c["driver.version"].Status != verify.Skip {
 			t.Errorf("gpu.visible %s, driver.version %s, want both skipped", c["gpu.visible"].Status, c["driver.version"].Status)
 		}
-		if res.Runtime != RuntimeContainerd || res.Proof != ProofRuntime || res.Digest != ref.DigestStr() {
+		if res.Runtime != verify.RuntimeContainerd || res.Proof != verify.ProofRuntime || res.Digest != ref.DigestStr() {
 			t.Errorf("result runtime %q proof %q digest %q, want containerd, runtime, %s", res.Runtime, res.Proof, res.Digest, ref.DigestStr())
 		}
 		if err := res.Signable(ref.DigestStr()); err != nil {
 			t.Errorf("Signable() = %v, want nil", err)
 		}
-		if rt.RanDigest() != ref.DigestStr() || rt.PullSeconds <= 0 {
-			t.Errorf("RanDigest() = %q, PullSeconds %v; want %s and a pull time", rt.RanDigest(), rt.PullSeconds, ref.DigestStr())
+		if rt.RanDigest() != ref.DigestStr() || rt.PulledIn() <= 0 {
+			t.Errorf("RanDigest() = %q, PullSeconds %v; want %s and a pull time", rt.RanDigest(), rt.PulledIn(), ref.DigestStr())
 		}
 	})
 }

@@ -1,9 +1,10 @@
-package verify
+package containerd
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"imagectl/internal/verify"
 	"sort"
 	"strings"
 
@@ -43,7 +44,7 @@ func GPUDevices(cache *cdi.Cache, n int) ([]string, error) {
 	sort.Ints(idx)
 	if len(idx) < n {
 		return nil, fmt.Errorf("%w: %d GPU(s) requested, the host's CDI specs (%s) name %d indexed %s device(s)",
-			ErrNoGPU, n, strings.Join(cache.GetSpecDirectories(), ", "), len(idx), GPUDeviceKind)
+			verify.ErrNoGPU, n, strings.Join(cache.GetSpecDirectories(), ", "), len(idx), GPUDeviceKind)
 	}
 	out := make([]string, n)
 	for i := range out {

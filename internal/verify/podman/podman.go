@@ -1,113 +1,107 @@
-package verify
+// Package podman runs verification probes in containers with podman or
+// docker (the flags used are common to both).
+package podman
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"imagectl/internal/auth"
 	"imagectl/internal/logs"
+	"imagectl/internal/verify"
 )
 
-// probeMount is where the probe scripts are mounted inside the container.
-const probeMount = "/imagectl-probes"
-
-// Podman runs every probe in a fresh container of the image with podman
-// (or docker: the flags used are common to both). The image's entrypoint
-// (the init) stays in place, so the probes see the environment it sets.
-type Podman struct {
-	// Binary is the container CLI. The default is "podman".
-	Binary string
-	// Image is what the CLI runs: a reference (repo@sha256:...) or a
-	// transport path such as oci:DIR or oci-archive:FILE.
-	Image string
-	// Python is the interpreter inside the image. The default is the
-	// probe's (the lock's: ImagePython), else python3.
-	Python string
-	// GPUFlags give a probe with GPU set the host's GPUs. The default is
-	// CDI, ["--device", "nvidia.com/gpu=all"]; docker takes ["--gpus", "all"].
-	GPUFlags []string
-	// ShmSize is --shm-size. The default is "1g".
-	ShmSize string
-	// Storage is a host folder mounted at StoragePath (the lock's
-	// runtime.storage.path); empty mounts nothing.
-	Storage     string
-	StoragePath string
-	// Ulimits are passed as --ulimit. The default, nofile=1024:1024 and
-	// nproc=1024:1024, is what rootful podman needs on a machine without
-	// CAP_SYS_RESOURCE (its default rlimits are refused there).
-	Ulimits []string
-	// ExtraArgs go before the image, after every other flag.
-	ExtraArgs []string
-	probes    probeDir
+// Runtime runs every probe in a fresh container of the image with podman
+// (or docker). The image's entrypoint (the init) stays in place, so the
+// probes see the environment it sets.
+type Runtime struct {
+	o      options
+	image  string
+	probes verify.ProbeDir
 }
 
-// Name implements Runtime.
-func (r *Podman) Name() string {
-	if r.Binary != "" && strings.HasSuffix(r.Binary, "docker") {
+// New returns the runtime that runs image: a registry reference by digest
+// (repo@sha256:..., which podman and docker pull and check), or a transport
+// path such as oci:DIR or oci-archive:FILE (which proves no digest).
+func New(image string, opts ...Option) (*Runtime, error) {
+	if image == "" {
+		return nil, errors.New("podman runtime: no image")
+	}
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{o: *o, image: image}, nil
+}
+
+// Name implements verify.Runtime.
+func (r *Runtime) Name() string {
+	if r.o.binary != "" && strings.HasSuffix(r.o.binary, "docker") {
 		return "docker"
 	}
 	return "podman"
 }
 
 // Args returns the command line that runs p (without the binary).
-func (r *Podman) Args(probeDir string, p Probe) []string {
+func (r *Runtime) Args(probeDir string, p verify.Probe) []string {
 	args := []string{"run", "--rm", "--network=none"}
-	ulimits := r.Ulimits
+	ulimits := r.o.ulimits
 	if ulimits == nil {
 		ulimits = []string{"nofile=1024:1024", "nproc=1024:1024"}
 	}
 	for _, u := range ulimits {
 		args = append(args, "--ulimit", u)
 	}
-	shm := r.ShmSize
+	shm := r.o.shmSize
 	if shm == "" {
 		shm = "1g"
 	}
 	args = append(args, "--shm-size", shm)
 	if p.GPU {
-		gpu := r.GPUFlags
+		gpu := r.o.gpuFlags()
 		if gpu == nil {
 			gpu = []string{"--device", "nvidia.com/gpu=all"}
 		}
 		args = append(args, gpu...)
 	}
-	for _, e := range probeEnv(os.Getenv, r.RanDigest(), nil) {
+	for _, e := range verify.ProbeEnv(os.Getenv, r.RanDigest(), nil) {
 		args = append(args, "-e", e)
 	}
-	args = append(args, "-v", probeDir+":"+probeMount+":ro")
-	if r.Storage != "" && r.StoragePath != "" {
-		args = append(args, "-v", r.Storage+":"+r.StoragePath)
+	args = append(args, "-v", probeDir+":"+verify.ProbeMount+":ro")
+	if r.o.storage != "" && r.o.storagePath != "" {
+		args = append(args, "-v", r.o.storage+":"+r.o.storagePath)
 	}
-	if isLoopbackRegistry(r.Image) {
+	if isLoopbackRegistry(r.image) {
 		args = append(args, "--tls-verify=false")
 	}
-	args = append(args, r.ExtraArgs...)
-	py := firstNonEmpty(r.Python, p.Python, "python3")
-	args = append(args, r.Image, py, probeMount+"/"+p.Script)
+	args = append(args, r.o.extraArgs...)
+	py := firstNonEmpty(r.o.python, p.Python, "python3")
+	args = append(args, r.image, py, verify.ProbeMount+"/"+p.Script)
 	return append(args, p.Args...)
 }
 
-// Exec implements Runtime.
-func (r *Podman) Exec(ctx context.Context, p Probe) ([]byte, error) {
-	if r.Image == "" {
-		return nil, fmt.Errorf("podman runtime: no image")
-	}
-	dir, err := r.probes.path()
+// Exec implements verify.Execer.
+func (r *Runtime) Exec(ctx context.Context, p verify.Probe) ([]byte, error) {
+	dir, err := r.probes.Path()
 	if err != nil {
 		return nil, fmt.Errorf("writing probe scripts: %w", err)
 	}
-	bin := r.Binary
+	bin := r.o.binary
 	if bin == "" {
 		bin = "podman"
 	}
 	if _, err := exec.LookPath(bin); err != nil {
-		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("container runtime: %w", err)}
+		return nil, &verify.ProbeError{Probe: p.Name, Err: fmt.Errorf("container runtime: %w", err)}
 	}
 	// A named container: killing the CLI leaves the container running
 	// (podman's conmon, dockerd), so a cancelled probe removes it by name.
@@ -116,7 +110,7 @@ func (r *Podman) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	args = append([]string{args[0], "--name", id}, args[1:]...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = registryAuthEnv(os.Environ())
-	out, err := runCommand(ctx, p.Name, cmd)
+	out, err := verify.RunCommand(ctx, p.Name, cmd)
 	if ctx.Err() != nil {
 		r.remove(ctx, bin, id)
 	}
@@ -125,7 +119,7 @@ func (r *Podman) Exec(ctx context.Context, p Probe) ([]byte, error) {
 
 // remove force-removes the container id (killed at once, not stopped with
 // a grace period), within cleanupTimeout of a context of its own.
-func (r *Podman) remove(ctx context.Context, bin, id string) {
+func (r *Runtime) remove(ctx context.Context, bin, id string) {
 	cctx, cancel := cleanupContext(ctx)
 	defer cancel()
 	args := []string{"rm", "--force", id}
@@ -154,15 +148,19 @@ func registryAuthEnv(env []string) []string {
 	return append(env, "REGISTRY_AUTH_FILE="+f)
 }
 
-// Close implements Runtime.
-func (r *Podman) Close() error { return r.probes.close() }
+// Close implements verify.Runtime.
+func (r *Runtime) Close() error { return r.probes.Close() }
 
-// RanDigest implements DigestRunner: the digest of Image when it is a
+// Pulls implements verify.RegistryPuller: the image, which the CLI pulls
+// from its registry when it is a registry reference.
+func (r *Runtime) Pulls() string { return r.image }
+
+// RanDigest implements verify.DigestRunner: the digest of Image when it is a
 // registry reference by digest (podman and docker pull it and check the
 // digest); "" for a transport path such as oci:DIR, which proves nothing
 // about a digest.
-func (r *Podman) RanDigest() string {
-	d, err := name.NewDigest(r.Image)
+func (r *Runtime) RanDigest() string {
+	d, err := name.NewDigest(r.image)
 	if err != nil {
 		return ""
 	}
@@ -171,4 +169,25 @@ func (r *Podman) RanDigest() string {
 
 func isLoopbackRegistry(ref string) bool {
 	return strings.HasPrefix(ref, "127.0.0.1:") || strings.HasPrefix(ref, "localhost:") || strings.HasPrefix(ref, "[::1]:")
+}
+
+// cleanupContext is ctx's values without its cancel, limited to 5 s: a
+// cancelled probe's container is still removed.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -1,4 +1,7 @@
-package verify
+// Package kubernetes runs the verification probes as a Kubernetes Job on a
+// GPU node, driven through the API server (client-go), and renders that Job
+// (RenderJob) for --render-job.
+package kubernetes
 
 import (
 	"bytes"
@@ -18,6 +21,7 @@ import (
 
 	"imagectl/internal/lock"
 	"imagectl/internal/shell"
+	"imagectl/internal/verify"
 )
 
 // GPUResource is the extended resource the NVIDIA device plugin offers.
@@ -33,7 +37,7 @@ type JobConfig struct {
 	// two compile processes share the cache inside the one pod.
 	StorageClaim string
 	// Python is the interpreter inside the image. The default is the
-	// lock's (ImagePython), else python3 for a lock that records none.
+	// lock's (verify.ImagePython), else python3 for a lock that records none.
 	Python string
 	// ShmSize is the size limit of the memory-backed /dev/shm. The default
 	// is the lock's runtime.min_shm_bytes, at least 1Gi.
@@ -59,11 +63,11 @@ func JobName(ref name.Digest) string {
 // RenderJob returns the ConfigMap holding the probes and the batch/v1 Job
 // that runs them in the image, by digest, with the GPUs (nvidia.com/gpu
 // limits), a memory-backed emptyDir at /dev/shm and the storage volume.
-// The Job's log, given back to Run through Recorded, is evaluated exactly
-// like an in-place run.
+// The Job's log (RunBatch's, or verify.Recorded's for a copied one) is
+// evaluated exactly like an in-place run.
 func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap, *batchv1.Job, error) {
 	if cfg.Python == "" {
-		cfg.Python = firstNonEmpty(ImagePython(l), "python3")
+		cfg.Python = firstNonEmpty(verify.ImagePython(l), "python3")
 	}
 	if cfg.Iters <= 0 {
 		cfg.Iters = 20
@@ -73,7 +77,7 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 	} else if cfg.Warmup == 0 {
 		cfg.Warmup = 5
 	}
-	shm := *resource.NewQuantity(ShmBytes(l), resource.BinarySI)
+	shm := *resource.NewQuantity(verify.ShmBytes(l), resource.BinarySI)
 	if cfg.ShmSize != "" {
 		q, err := resource.ParseQuantity(cfg.ShmSize)
 		if err != nil {
@@ -81,7 +85,7 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 		}
 		shm = q
 	}
-	scripts, err := ProbeScripts()
+	scripts, err := verify.ProbeScripts()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -107,7 +111,7 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 
 	timeout := time.Duration(l.Verify.Timeout)
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = verify.DefaultTimeout
 	}
 	deadline := int64(timeout / time.Second)
 	backoff := int32(0)
@@ -124,9 +128,9 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 		Image: ref.String(),
 		// args, not command: the image's entrypoint (the init) stays PID 1
 		// and sets TMPDIR, the caches and the fingerprint the probes check.
-		Args: []string{"/bin/sh", probeMount + "/run.sh"},
+		Args: []string{"/bin/sh", verify.ProbeMount + "/run.sh"},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: "probes", MountPath: probeMount, ReadOnly: true},
+			{Name: "probes", MountPath: verify.ProbeMount, ReadOnly: true},
 			{Name: "dshm", MountPath: "/dev/shm"},
 		},
 		ImagePullPolicy: corev1.PullIfNotPresent,
@@ -195,7 +199,7 @@ func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap,
 func jobScript(l *lock.Lock, cfg JobConfig) string {
 	var b strings.Builder
 	q := shell.Quote
-	fmt.Fprintf(&b, "#!/bin/sh\n# imagectl verify probes for %s (lock %s)\nset -u\nP=%s\nPY=%s\n", l.Name, l.Digest, probeMount, q(cfg.Python))
+	fmt.Fprintf(&b, "#!/bin/sh\n# imagectl verify probes for %s (lock %s)\nset -u\nP=%s\nPY=%s\n", l.Name, l.Digest, verify.ProbeMount, q(cfg.Python))
 	envArgs := ""
 	if fp := l.Runtime.FingerprintPath; fp != "" {
 		envArgs = " --fingerprint " + q(fp)
@@ -334,7 +338,7 @@ func MarshalJob(cm *corev1.ConfigMap, job *batchv1.Job) ([]byte, error) {
 
 func jobEnv(ref name.Digest) []corev1.EnvVar {
 	var out []corev1.EnvVar
-	for _, kv := range probeEnv(func(string) string { return "" }, ref.DigestStr(), nil) {
+	for _, kv := range verify.ProbeEnv(func(string) string { return "" }, ref.DigestStr(), nil) {
 		k, v, _ := strings.Cut(kv, "=")
 		out = append(out, corev1.EnvVar{Name: k, Value: v})
 	}

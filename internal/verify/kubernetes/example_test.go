@@ -1,4 +1,4 @@
-package verify_test
+package kubernetes_test
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"imagectl/internal/lock"
-	"imagectl/internal/verify"
+	"imagectl/internal/verify/kubernetes"
 )
 
 // RenderJob turns a lock into the Job a GPU node runs; no cluster needed.
 func ExampleRenderJob() {
-	l, err := lock.Read("testdata/h200-torch2.11-cu130.lock.json")
+	l, err := lock.Read("../testdata/h200-torch2.11-cu130.lock.json")
 	if err != nil {
 		panic(err)
 	}
@@ -20,12 +20,12 @@ func ExampleRenderJob() {
 	if err != nil {
 		panic(err)
 	}
-	cm, job, err := verify.RenderJob(l, ref, verify.JobConfig{StorageClaim: "ml-storage"})
+	cm, job, err := kubernetes.RenderJob(l, ref, kubernetes.JobConfig{StorageClaim: "ml-storage"})
 	if err != nil {
 		panic(err)
 	}
 	c := job.Spec.Template.Spec.Containers[0]
-	gpus := c.Resources.Limits[verify.GPUResource]
+	gpus := c.Resources.Limits[kubernetes.GPUResource]
 	fmt.Println(job.Name, cm.Name)
 	fmt.Println(c.Image)
 	fmt.Println("gpus:", gpus.String())
@@ -43,13 +43,4 @@ func ExampleRenderJob() {
 	// gpus: 2
 	// dshm: emptyDir Memory 1Gi
 	// storage: claim ml-storage
-}
-
-// Run with the podman runtime starts one container per probe; Args shows
-// the command line.
-func ExamplePodman_Args() {
-	p := &verify.Podman{Image: "oci:/var/tmp/demo", Storage: "/mnt/storage", StoragePath: "/storage"}
-	fmt.Println(strings.Join(p.Args("/tmp/probes", verify.Probe{Script: "env.py"}), " "))
-	// Output:
-	// run --rm --network=none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --shm-size 1g -e NCCL_NVLS_ENABLE=0 -e NVSHMEM_DISABLE_NVLS=1 -e TORCH_SYMM_MEM_DISABLE_MULTICAST=1 -v /tmp/probes:/imagectl-probes:ro -v /mnt/storage:/storage oci:/var/tmp/demo python3 /imagectl-probes/env.py
 }

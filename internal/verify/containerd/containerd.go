@@ -1,14 +1,16 @@
-package verify
+// Package containerd runs verification probes in containers through
+// containerd's Go client.
+package containerd
 
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -29,23 +31,13 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"imagectl/internal/logs"
+	"imagectl/internal/verify"
 )
 
-// DefaultContainerdAddress is containerd's own default socket.
-const DefaultContainerdAddress = "/run/containerd/containerd.sock"
+// DefaultAddress is containerd's own default socket.
+const DefaultAddress = "/run/containerd/containerd.sock"
 
-// PassEnv are passed from imagectl's environment into every probe
-// container; where imagectl's environment does not set one, the value
-// here is. They keep NVLink multicast off in NCCL, PyTorch and NVSHMEM:
-// on hosts whose GPUs others share, a program that uses it can take them
-// out of service.
-var PassEnv = map[string]string{
-	"NCCL_NVLS_ENABLE":                 "0",
-	"TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-	"NVSHMEM_DISABLE_NVLS":             "1",
-}
-
-// Containerd runs every probe in a fresh container of the image through
+// Runtime runs every probe in a fresh container of the image through
 // containerd's Go client: the image is pulled by digest into containerd
 // (and unpacked), each probe runs through the image's own entrypoint (the
 // init) with the probes mounted read-only, the GPUs injected by CDI from
@@ -54,79 +46,60 @@ var PassEnv = map[string]string{
 // 127.0.0.1), /dev/shm sized from the lock and the storage folder mounted
 // at the lock's storage path. The container is told the digest it runs
 // (IMAGECTL_IMAGE_DIGEST), which the init writes into its fingerprint.
-type Containerd struct {
-	// Address is containerd's socket. The default is $CONTAINERD_ADDRESS,
-	// else DefaultContainerdAddress.
-	Address string
-	// Namespace is the containerd namespace images and containers live in.
-	// The default is $CONTAINERD_NAMESPACE (as for ctr), else "imagectl".
-	Namespace string
-	// Snapshotter unpacks the image. The default is "overlayfs". Another
-	// (e.g. "stargz", stargz-snapshotter's proxy plugin) gets the layers'
-	// image and digest in the snapshot labels, as CRI passes them, so that
-	// a remote snapshotter can mount eStargz layers lazily.
-	Snapshotter string
-	// Image is the image, by digest, that containerd pulls from its registry.
-	Image name.Digest
-	// Python is the interpreter inside the image. The default is the
-	// probe's (the lock's: ImagePython), else python3.
-	Python string
-	// GPUs is how many nvidia.com/gpu CDI devices a GPU probe gets: 0 (the
-	// default) is nvidia.com/gpu=all; N takes the first N indexed devices
-	// and fails when the host's CDI specs have fewer.
-	GPUs int
-	// CDISpecDirs are where the CDI specs are read from. The default is the
-	// CDI library's (/etc/cdi, /var/run/cdi).
-	CDISpecDirs []string
-	// ShmBytes sizes /dev/shm. The default is ShmBytes(lock) as the caller
-	// computes it; 0 here means 1 GiB.
-	ShmBytes int64
-	// Storage is a host folder mounted read-write at StoragePath (the
-	// lock's runtime.storage.path); empty mounts nothing.
-	Storage     string
-	StoragePath string
-	// Env are extra KEY=VALUE variables for every probe container.
-	Env []string
-	// HostsDir is a containerd registry hosts directory (certs.d layout).
-	// The default is none: containerd's defaults, with plain HTTP allowed
-	// for loopback registries.
-	HostsDir string
-	// Keychain answers the registry's credential challenges. The default
-	// is authn.DefaultKeychain (the Docker config).
-	Keychain authn.Keychain
-	// TLS is the registries' TLS configuration (containerd's DefaultTLS,
-	// e.g. auth.Access.TLSConfig for a private CA). The default is the
-	// system trust store.
-	TLS *tls.Config
+type Runtime struct {
+	o   options
+	ref name.Digest
 
-	probes probeDir
+	probes verify.ProbeDir
 
-	mu      sync.Mutex
-	client  *containerd.Client
-	image   containerd.Image
-	pulled  string // digest containerd holds for Image, after a pull
-	pullErr error
-	netns   *netNS
-	cdi     *cdi.Cache
-	seq     int
-	// PullSeconds is how long the pull and unpack took (0 before the first
-	// probe).
-	PullSeconds float64
+	mu          sync.Mutex
+	client      *containerd.Client
+	image       containerd.Image
+	pulled      string // digest containerd holds for ref, after a pull
+	pullErr     error
+	netns       *netNS
+	cdi         *cdi.Cache
+	seq         int
+	pullSeconds float64 // how long the pull and unpack took
 }
 
-// Name implements Runtime.
-func (*Containerd) Name() string { return "containerd" }
+// New returns the runtime that pulls ref, by digest, from its registry into
+// containerd and runs each probe in a fresh container of it.
+func New(ref name.Digest, opts ...Option) (*Runtime, error) {
+	if ref.DigestStr() == "" {
+		return nil, errors.New("containerd runtime: no image digest")
+	}
+	o, err := makeOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Runtime{o: *o, ref: ref}, nil
+}
 
-// RanDigest implements DigestRunner: the digest containerd pulled and ran,
+// Name implements verify.Runtime.
+func (*Runtime) Name() string { return "containerd" }
+
+// Pulls implements verify.RegistryPuller: containerd pulls the image from
+// its registry.
+func (r *Runtime) Pulls() string { return r.ref.String() }
+
+// PulledIn implements verify.PullTimer.
+func (r *Runtime) PulledIn() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pullSeconds
+}
+
+// RanDigest implements verify.DigestRunner: the digest containerd pulled and ran,
 // once the first probe ran; "" before.
-func (r *Containerd) RanDigest() string {
+func (r *Runtime) RanDigest() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.pulled
 }
 
-func (r *Containerd) address() string {
-	return firstNonEmpty(r.Address, os.Getenv("CONTAINERD_ADDRESS"), DefaultContainerdAddress)
+func (r *Runtime) address() string {
+	return firstNonEmpty(r.o.address, os.Getenv("CONTAINERD_ADDRESS"), DefaultAddress)
 }
 
 // quiet is a logger for containerd's client packages, which log through
@@ -138,13 +111,13 @@ var quiet = func() *clog.Entry {
 	return logrus.NewEntry(l)
 }()
 
-func (r *Containerd) ns(ctx context.Context) context.Context {
-	return clog.WithLogger(namespaces.WithNamespace(ctx, firstNonEmpty(r.Namespace, os.Getenv("CONTAINERD_NAMESPACE"), "imagectl")), quiet)
+func (r *Runtime) ns(ctx context.Context) context.Context {
+	return clog.WithLogger(namespaces.WithNamespace(ctx, firstNonEmpty(r.o.namespace, os.Getenv("CONTAINERD_NAMESPACE"), "imagectl")), quiet)
 }
 
 // prepare connects, pulls the image by digest and checks what containerd
 // holds is that digest, once; later calls return the first outcome.
-func (r *Containerd) prepare(ctx context.Context) error {
+func (r *Runtime) prepare(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.client != nil || r.pullErr != nil {
@@ -154,8 +127,8 @@ func (r *Containerd) prepare(ctx context.Context) error {
 	return r.pullErr
 }
 
-func (r *Containerd) prepareLocked(ctx context.Context) error {
-	if r.Image.DigestStr() == "" {
+func (r *Runtime) prepareLocked(ctx context.Context) error {
+	if r.ref.DigestStr() == "" {
 		return errors.New("containerd runtime: no image digest")
 	}
 	c, err := containerd.New(r.address(), containerd.WithTimeout(10*time.Second))
@@ -163,7 +136,7 @@ func (r *Containerd) prepareLocked(ctx context.Context) error {
 		return fmt.Errorf("connecting to containerd at %s: %w", r.address(), err)
 	}
 	ctx = r.ns(ctx)
-	snap := firstNonEmpty(r.Snapshotter, "overlayfs")
+	snap := firstNonEmpty(r.o.snapshotter, "overlayfs")
 	t := time.Now()
 	pull := []containerd.RemoteOpt{
 		containerd.WithPullUnpack,
@@ -174,22 +147,22 @@ func (r *Containerd) prepareLocked(ctx context.Context) error {
 		// A remote snapshotter (stargz-snapshotter) is told each layer's
 		// image and digest in the snapshot labels CRI sets, so that it can
 		// mount an eStargz layer lazily instead of containerd fetching it.
-		pull = append(pull, containerd.WithImageHandlerWrapper(snapshotters.AppendInfoHandlerWrapper(r.Image.String())))
+		pull = append(pull, containerd.WithImageHandlerWrapper(snapshotters.AppendInfoHandlerWrapper(r.ref.String())))
 	}
-	img, err := c.Pull(ctx, r.Image.String(), pull...)
+	img, err := c.Pull(ctx, r.ref.String(), pull...)
 	if err != nil {
 		c.Close()
-		return fmt.Errorf("pulling %s into containerd: %w", r.Image, err)
+		return fmt.Errorf("pulling %s into containerd: %w", r.ref, err)
 	}
-	r.PullSeconds = time.Since(t).Seconds()
+	r.pullSeconds = time.Since(t).Seconds()
 	got := img.Target().Digest.String()
-	if got != r.Image.DigestStr() {
+	if got != r.ref.DigestStr() {
 		c.Close()
-		return fmt.Errorf("containerd pulled %s for %s", got, r.Image)
+		return fmt.Errorf("containerd pulled %s for %s", got, r.ref)
 	}
-	logs.From(ctx).Info("image pulled and unpacked into containerd", "image", r.Image.String(),
-		"seconds", fmt.Sprintf("%.2f", r.PullSeconds), "snapshotter", snap)
-	cache, err := cdi.NewCache(cdiOptions(r.CDISpecDirs)...)
+	logs.From(ctx).Info("image pulled and unpacked into containerd", "image", r.ref.String(),
+		"seconds", fmt.Sprintf("%.2f", r.pullSeconds), "snapshotter", snap)
+	cache, err := cdi.NewCache(cdiOptions(r.o.cdiSpecDirs)...)
 	if err != nil {
 		// Like containerd: a broken spec of one vendor does not stop
 		// another's devices; injection fails if it must.
@@ -207,19 +180,13 @@ func (r *Containerd) prepareLocked(ctx context.Context) error {
 // resolver is containerd's own registry resolver: hosts configured as
 // containerd configures them (loopback registries may speak plain HTTP),
 // credentials from the keychain.
-func (r *Containerd) resolver(ctx context.Context) remotes.Resolver {
-	kc := r.Keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
+func (r *Runtime) resolver(ctx context.Context) remotes.Resolver {
+	kc := authn.DefaultKeychain
 	opts := config.HostOptions{
 		Credentials: func(host string) (string, string, error) { return keychainCreds(ctx, kc, host) },
 	}
-	if r.HostsDir != "" {
-		opts.HostDir = config.HostDirFromRoot(r.HostsDir)
-	}
-	if r.TLS != nil {
-		opts.DefaultTLS = r.TLS.Clone()
+	if r.o.tls != nil {
+		opts.DefaultTLS = r.o.tls.Clone()
 	}
 	return docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, opts)})
 }
@@ -245,46 +212,23 @@ func keychainCreds(ctx context.Context, kc authn.Keychain, host string) (string,
 	return cfg.Username, cfg.Password, nil
 }
 
-// probeEnv is the environment every probe container gets on top of the
-// image's: the multicast switches (PassEnv), the image digest for the
-// init's fingerprint, and Env.
-func probeEnv(getenv func(string) string, digest string, extra []string) []string {
-	keys := make([]string, 0, len(PassEnv))
-	for k := range PassEnv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var env []string
-	for _, k := range keys {
-		v := PassEnv[k]
-		if hv := getenv(k); hv != "" {
-			v = hv
-		}
-		env = append(env, k+"="+v)
-	}
-	if digest != "" {
-		env = append(env, "IMAGECTL_IMAGE_DIGEST="+digest)
-	}
-	return append(env, extra...)
-}
-
 // SpecOpts returns the OCI spec options of one probe's container: the
 // image's entrypoint with the probe as its command, the environment, the
 // mounts, /dev/shm, the network namespace and, for a GPU probe, devices.
-func (r *Containerd) SpecOpts(img oci.Image, probeDir, netnsPath string, p Probe, devices []string) []oci.SpecOpts {
-	py := firstNonEmpty(r.Python, p.Python, "python3")
-	args := append([]string{py, probeMount + "/" + p.Script}, p.Args...)
-	mounts := []specs.Mount{{Destination: probeMount, Type: "bind", Source: probeDir, Options: []string{"rbind", "ro"}}}
-	if r.Storage != "" && r.StoragePath != "" {
-		mounts = append(mounts, specs.Mount{Destination: r.StoragePath, Type: "bind", Source: r.Storage, Options: []string{"rbind", "rw"}})
+func (r *Runtime) SpecOpts(img oci.Image, probeDir, netnsPath string, p verify.Probe, devices []string) []oci.SpecOpts {
+	py := firstNonEmpty(r.o.python, p.Python, "python3")
+	args := append([]string{py, verify.ProbeMount + "/" + p.Script}, p.Args...)
+	mounts := []specs.Mount{{Destination: verify.ProbeMount, Type: "bind", Source: probeDir, Options: []string{"rbind", "ro"}}}
+	if r.o.storage != "" && r.o.storagePath != "" {
+		mounts = append(mounts, specs.Mount{Destination: r.o.storagePath, Type: "bind", Source: r.o.storage, Options: []string{"rbind", "rw"}})
 	}
-	shm := r.ShmBytes
+	shm := r.o.shmBytes
 	if shm <= 0 {
 		shm = 1 << 30
 	}
 	opts := []oci.SpecOpts{
 		oci.WithImageConfigArgs(img, args),
-		oci.WithEnv(probeEnv(os.Getenv, r.Image.DigestStr(), r.Env)),
+		oci.WithEnv(verify.ProbeEnv(os.Getenv, r.ref.DigestStr(), nil)),
 		oci.WithMounts(mounts),
 		oci.WithDevShmSize((shm + 1023) / 1024),
 	}
@@ -297,19 +241,19 @@ func (r *Containerd) SpecOpts(img oci.Image, probeDir, netnsPath string, p Probe
 	return opts
 }
 
-// Exec implements Runtime.
-func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
+// Exec implements verify.Execer.
+func (r *Runtime) Exec(ctx context.Context, p verify.Probe) ([]byte, error) {
 	if err := r.prepare(ctx); err != nil {
-		return nil, &ProbeError{Probe: p.Name, Err: err}
+		return nil, &verify.ProbeError{Probe: p.Name, Err: err}
 	}
-	dir, err := r.probes.path()
+	dir, err := r.probes.Path()
 	if err != nil {
 		return nil, fmt.Errorf("writing probe scripts: %w", err)
 	}
 	var devices []string
 	if p.GPU {
-		if devices, err = GPUDevices(r.cdi, r.GPUs); err != nil {
-			return nil, &ProbeError{Probe: p.Name, Err: err}
+		if devices, err = GPUDevices(r.cdi, r.o.gpus); err != nil {
+			return nil, &verify.ProbeError{Probe: p.Name, Err: err}
 		}
 	}
 	r.mu.Lock()
@@ -318,7 +262,7 @@ func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	id := fmt.Sprintf("imagectl-verify-%s-%s-%d", p.Name, randomHex(4), r.seq)
 	r.mu.Unlock()
 	if c == nil {
-		return nil, &ProbeError{Probe: p.Name, Err: errors.New("containerd runtime: closed")}
+		return nil, &verify.ProbeError{Probe: p.Name, Err: errors.New("containerd runtime: closed")}
 	}
 	ctx = r.ns(ctx)
 	log := logs.From(ctx)
@@ -328,11 +272,11 @@ func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
 		containerd.WithImage(img),
 		// The snapshotter that unpacked the image (or mounted it lazily):
 		// the container's snapshot is made on its layers.
-		containerd.WithSnapshotter(firstNonEmpty(r.Snapshotter, "overlayfs")),
+		containerd.WithSnapshotter(firstNonEmpty(r.o.snapshotter, "overlayfs")),
 		containerd.WithNewSnapshot(id, img),
 		containerd.WithNewSpec(r.SpecOpts(img, dir, netns.path, p, devices)...))
 	if err != nil {
-		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("creating container: %w", err)}
+		return nil, &verify.ProbeError{Probe: p.Name, Err: fmt.Errorf("creating container: %w", err)}
 	}
 	defer func() {
 		cctx, cancel := cleanupContext(ctx)
@@ -345,7 +289,7 @@ func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	stderr := &tailWriter{n: 4096}
 	task, err := cont.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, &stdout, stderr)))
 	if err != nil {
-		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("creating task: %w", err), Stderr: string(bytes.TrimSpace(stderr.b))}
+		return nil, &verify.ProbeError{Probe: p.Name, Err: fmt.Errorf("creating task: %w", err), Stderr: string(bytes.TrimSpace(stderr.b))}
 	}
 	// The task is waited for on a context of its own: on ctx, a cancel
 	// would end the wait before the task ends, and the task (and so the
@@ -355,11 +299,11 @@ func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	exitC, err := task.Wait(wctx)
 	if err != nil {
 		deleteTask(ctx, task, id)
-		return nil, &ProbeError{Probe: p.Name, Err: err}
+		return nil, &verify.ProbeError{Probe: p.Name, Err: err}
 	}
 	if err := task.Start(ctx); err != nil {
 		deleteTask(ctx, task, id)
-		return nil, &ProbeError{Probe: p.Name, Err: fmt.Errorf("starting task: %w", err), Stderr: string(bytes.TrimSpace(stderr.b))}
+		return nil, &verify.ProbeError{Probe: p.Name, Err: fmt.Errorf("starting task: %w", err), Stderr: string(bytes.TrimSpace(stderr.b))}
 	}
 	started := time.Since(t0)
 	var st containerd.ExitStatus
@@ -372,14 +316,14 @@ func (r *Containerd) Exec(ctx context.Context, p Probe) ([]byte, error) {
 	log.Info("probe container", "probe", p.Name, "id", id, "start_s", fmt.Sprintf("%.3f", started.Seconds()),
 		"teardown_s", fmt.Sprintf("%.3f", time.Since(t1).Seconds()), "devices", strings.Join(devices, ","))
 	if ctx.Err() != nil {
-		return stdout.Bytes(), &ProbeError{Probe: p.Name, Err: ctx.Err(), Stderr: string(bytes.TrimSpace(stderr.b))}
+		return stdout.Bytes(), &verify.ProbeError{Probe: p.Name, Err: ctx.Err(), Stderr: string(bytes.TrimSpace(stderr.b))}
 	}
 	code, _, err := st.Result()
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit status %d", code)
 	}
 	if err != nil {
-		return stdout.Bytes(), &ProbeError{Probe: p.Name, Err: err, Stderr: string(bytes.TrimSpace(stderr.b))}
+		return stdout.Bytes(), &verify.ProbeError{Probe: p.Name, Err: err, Stderr: string(bytes.TrimSpace(stderr.b))}
 	}
 	return stdout.Bytes(), nil
 }
@@ -407,10 +351,10 @@ func deleteTask(ctx context.Context, task containerd.Task, id string) {
 	}
 }
 
-// Close implements Runtime: it closes the client and removes the probe
+// Close implements verify.Runtime: it closes the client and removes the probe
 // scripts and the network namespace. The image stays in containerd (the
 // next verification of the digest pulls nothing).
-func (r *Containerd) Close() error {
+func (r *Runtime) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var errs []error
@@ -422,6 +366,35 @@ func (r *Containerd) Close() error {
 		errs = append(errs, r.netns.remove())
 		r.netns = nil
 	}
-	errs = append(errs, r.probes.close())
+	errs = append(errs, r.probes.Close())
 	return errors.Join(errs...)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// tailWriter keeps the last n bytes written to it (a probe's stderr).
+type tailWriter struct {
+	n int
+	b []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.n {
+		t.b = t.b[len(t.b)-t.n:]
+	}
+	return len(p), nil
 }

@@ -1,4 +1,4 @@
-package verify
+package kubernetes
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ const (
 // waitPod watches the Job's pod until it reaches goal, and fails early on
 // what will never get there: no node offers the GPUs, the image cannot be
 // pulled, the pod was evicted or deleted.
-func (k *Kubernetes) waitPod(ctx context.Context, c *clients, sel string, goal podGoal) (*corev1.Pod, error) {
+func (k *Runtime) waitPod(ctx context.Context, c *clients, sel string, goal podGoal) (*corev1.Pod, error) {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = sel
@@ -97,7 +97,7 @@ func (k *Kubernetes) waitPod(ctx context.Context, c *clients, sel string, goal p
 // controller marks the Job FailureTarget (then Failed) with reason
 // DeadlineExceeded around the time it deletes the pod, so the Job is read
 // again for a few seconds before the deletion is blamed on someone else.
-func (k *Kubernetes) podDeleted(ctx context.Context, c *clients, pod *corev1.Pod) error {
+func (k *Runtime) podDeleted(ctx context.Context, c *clients, pod *corev1.Pod) error {
 	name := pod.Labels["batch.kubernetes.io/job-name"]
 	deleted := fmt.Errorf("pod %s was deleted before it finished (phase %s)", pod.Name, pod.Status.Phase)
 	// ctx's deadline is verify.timeout too, set just before the Job was
@@ -117,7 +117,7 @@ func (k *Kubernetes) podDeleted(ctx context.Context, c *clients, pod *corev1.Pod
 		for _, cond := range job.Status.Conditions {
 			terminal := cond.Type == batchv1.JobFailed || cond.Type == batchv1.JobFailureTarget
 			if terminal && cond.Status == corev1.ConditionTrue && cond.Reason == batchv1.JobReasonDeadlineExceeded {
-				return k.notRun("deadline", fmt.Errorf("%w (%s): Job %s: %s", ErrJobDeadline, timeoutOf(k.Lock), name, cond.Message))
+				return k.notRun("deadline", fmt.Errorf("%w (%s): Job %s: %s", ErrJobDeadline, timeoutOf(k.lock), name, cond.Message))
 			}
 		}
 		select {
@@ -154,7 +154,7 @@ func containerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
 // stuck returns the error of a pod that will never run: unschedulable
 // while no node offers the GPU resource, or an image the kubelet cannot
 // pull.
-func (k *Kubernetes) stuck(ctx context.Context, c *clients, pod *corev1.Pod) error {
+func (k *Runtime) stuck(ctx context.Context, c *clients, pod *corev1.Pod) error {
 	for _, cond := range pod.Status.Conditions {
 		if cond.Type != corev1.PodScheduled || cond.Status != corev1.ConditionFalse || cond.Reason != corev1.PodReasonUnschedulable {
 			continue
@@ -186,7 +186,7 @@ func (k *Kubernetes) stuck(ctx context.Context, c *clients, pod *corev1.Pod) err
 	// there as its status text, or as containerd's words for a challenge it
 	// had no credentials to answer.
 	if pullUnauthorized(w.Message) {
-		host := k.Image.RegistryStr()
+		host := k.image.RegistryStr()
 		return &auth.Error{Kind: "registry", Host: host, Status: http.StatusUnauthorized,
 			Source: "the kubelet's (the pod's imagePullSecrets, the node's registry configuration)", Err: err}
 	}
@@ -216,7 +216,7 @@ func gpuRequest(pod *corev1.Pod) (resource.Quantity, bool) {
 
 // gpuNodes counts the nodes whose allocatable resources include the GPU
 // resource.
-func (k *Kubernetes) gpuNodes(ctx context.Context, c *clients) (int, error) {
+func (k *Runtime) gpuNodes(ctx context.Context, c *clients) (int, error) {
 	var nodes *corev1.NodeList
 	err := retry.OnError(apiBackoff, transientAPI, func() (err error) {
 		nodes, err = c.api.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -237,7 +237,7 @@ func (k *Kubernetes) gpuNodes(ctx context.Context, c *clients) (int, error) {
 
 // schedulingEvent names the pod's latest FailedScheduling event, else the
 // scheduler's condition message.
-func (k *Kubernetes) schedulingEvent(ctx context.Context, c *clients, pod *corev1.Pod, fallback string) string {
+func (k *Runtime) schedulingEvent(ctx context.Context, c *clients, pod *corev1.Pod, fallback string) string {
 	sel := fields.Set{"involvedObject.name": pod.Name, "involvedObject.uid": string(pod.UID), "reason": "FailedScheduling"}.AsSelector().String()
 	var evs *corev1.EventList
 	err := retry.OnError(apiBackoff, transientAPI, func() (err error) {
@@ -267,7 +267,7 @@ func killed(pod *corev1.Pod) error {
 const maxLog = 64 << 20
 
 // streamLog follows the verify container's log until it ends.
-func (k *Kubernetes) streamLog(ctx context.Context, c *clients, pod string, w io.Writer) error {
+func (k *Runtime) streamLog(ctx context.Context, c *clients, pod string, w io.Writer) error {
 	limit := int64(maxLog)
 	return k.call(ctx, "get", "pods/log", func() error {
 		if b, ok := w.(*bytes.Buffer); ok {

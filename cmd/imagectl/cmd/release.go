@@ -139,57 +139,68 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.key == "" || f.verifierKey == "" {
-		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("release signs and verifies: --key and --verifier-key are required"))
-	}
 	imgs, err := loadImages(cmd, f.spec, args, f.images)
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	// Both keys are opened and checked against their public halves before
-	// the first build: a wrong password or key fails now, not after it.
-	signer, err := openKey(ctx, "--key", f.key, pubFor(f.pub, f.key), sign.PasswordFromEnv, sign.PasswordEnv+" or $"+sign.CosignPasswordEnv)
+	cfg, closeAll, err := f.config(cmd, imgs)
 	if err != nil {
 		return err
+	}
+	defer closeAll()
+	stages, err := release.NewReal(cfg)
+	if err != nil {
+		return exitcode.Wrap(exitcode.Usage, err)
+	}
+	outcomes, runErr := release.Run(cmd.Context(), imgs, stages, release.WithJobs(f.jobs),
+		release.WithPromote(!f.noPromote), release.WithProgress(releaseProgress(cmd.ErrOrStderr())))
+	// The results first: a metrics failure must not hide them. The
+	// release's own failure decides the exit code; then the output's, then
+	// the metrics'.
+	outErr := writeReleaseOutcomes(cmd.OutOrStdout(), outcomes, asJSON)
+	metricsErr := release.WriteMetrics(cmd.Context(), f.metricsFile, f.pushgateway, outcomes, time.Now())
+	return errors.Join(runErr, outErr, metricsErr)
+}
+
+// config opens both keys (checked against their public halves before the
+// first build: a wrong password or key fails now, not after it), dials the
+// builders and selects the verify runtime. closeAll closes the builders.
+func (f *releaseFlags) config(cmd *cobra.Command, imgs []spec.Image) (_ release.Config, closeAll func(), err error) {
+	if f.key == "" || f.verifierKey == "" {
+		return release.Config{}, nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("release signs and verifies: --key and --verifier-key are required"))
+	}
+	ctx := cmd.Context()
+	signer, err := openKey(ctx, "--key", f.key, pubFor(f.pub, f.key), sign.PasswordFromEnv, sign.PasswordEnv+" or $"+sign.CosignPasswordEnv)
+	if err != nil {
+		return release.Config{}, nil, err
 	}
 	verifier, err := openKey(ctx, "--verifier-key", f.verifierKey, pubFor(f.verifierPub, f.verifierKey), sign.VerifierPasswordFromEnv,
 		sign.VerifierPasswordEnv+" (or the signing key's $"+sign.PasswordEnv+", $"+sign.CosignPasswordEnv+")")
 	if err != nil {
-		return err
+		return release.Config{}, nil, err
+	}
+	rt, err := f.verifyRuntimeOf(cmd, imgs)
+	if err != nil {
+		return release.Config{}, nil, err
 	}
 	c, err := f.builders.dial(ctx, build.Addr(f.addr), 10*time.Second)
 	if err != nil {
-		return err
+		return release.Config{}, nil, err
 	}
-	defer c.Close()
 	blopts, bbopts, closeBuilders, err := f.builders.releaseOptions(ctx, imgs, build.Addr(f.addr), 10*time.Second)
 	if err != nil {
-		return err
-	}
-	defer closeBuilders()
-	rc := verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd, RegistryTLS: accessOf(cmd).TLSConfig()}
-	f.kube.apply(&rc)
-	rt, kind, why, err := release.SelectVerifyRuntime(ctx, verify.Detector{}, rc)
-	if err != nil {
-		return err
-	}
-	printRuntime(cmd.ErrOrStderr(), "release: verify", kind, why)
-	if kind == verify.RuntimeKubernetes && rc.Job.StorageClaim != "" {
-		if err := release.CheckSharedFingerprints(imgs, f.jobs); err != nil {
-			return exitcode.Wrap(exitcode.Usage, err)
-		}
+		c.Close()
+		return release.Config{}, nil, err
 	}
 	access := accessOf(cmd)
 	bopts := append([]build.Option{build.WithCacheFrom(f.cacheFrom...), build.WithCacheTo(f.cacheTo...), build.WithAccess(access)}, bbopts...)
 	if f.initPath != "" {
 		bopts = append(bopts, build.WithInit(f.initPath))
 	}
-	lopts := append(lockOptions(cmd, build.Addr(f.addr), nil), blopts...)
-	stages, err := release.NewReal(release.Config{
+	return release.Config{
 		ImagesDir:               f.imagesDir,
 		LockMissing:             f.lockMissing,
-		LockOptions:             lopts,
+		LockOptions:             append(lockOptions(cmd, build.Addr(f.addr), nil), blopts...),
 		Buildkit:                c,
 		BuildOptions:            bopts,
 		BuildStatus:             buildStatus(cmd.ErrOrStderr(), f),
@@ -207,44 +218,41 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		ScanOptions:             []scan.Option{scan.WithMaxDBAge(f.scan.maxDBAge)},
 		VulnPolicies:            imgs,
 		SupportMonths:           supportMonths(imgs),
-	})
+	}, func() { closeBuilders(); c.Close() }, nil
+}
+
+// verifyRuntimeOf selects the verify runtime the flags name and prints
+// which one and why on stderr.
+func (f *releaseFlags) verifyRuntimeOf(cmd *cobra.Command, imgs []spec.Image) (release.VerifyRuntime, error) {
+	ctx := cmd.Context()
+	rc := verify.RuntimeConfig{Kind: f.runtime, Storage: f.storage, ContainerdAddress: f.containerd, RegistryTLS: accessOf(cmd).TLSConfig()}
+	f.kube.apply(&rc)
+	rt, kind, why, err := release.SelectVerifyRuntime(ctx, verify.Detector{}, rc)
 	if err != nil {
-		return exitcode.Wrap(exitcode.Usage, err)
+		return nil, err
 	}
-	progress := func(e release.Event) {
+	printRuntime(cmd.ErrOrStderr(), "release: verify", kind, why)
+	if kind == verify.RuntimeKubernetes && rc.Job.StorageClaim != "" {
+		if err := release.CheckSharedFingerprints(imgs, f.jobs); err != nil {
+			return nil, exitcode.Wrap(exitcode.Usage, err)
+		}
+	}
+	return rt, nil
+}
+
+// releaseProgress renders release.Run's stage events on w: a line when a
+// stage starts, fails or was found done.
+func releaseProgress(w io.Writer) func(release.Event) {
+	return func(e release.Event) {
 		switch {
 		case e.Start:
-			fmt.Fprintf(cmd.ErrOrStderr(), "==> %s: %s\n", e.Image, e.Stage)
+			fmt.Fprintf(w, "==> %s: %s\n", e.Image, e.Stage)
 		case e.Err != nil:
-			fmt.Fprintf(cmd.ErrOrStderr(), "==> %s: %s FAILED after %s\n", e.Image, e.Stage, e.Elapsed.Round(time.Millisecond))
+			fmt.Fprintf(w, "==> %s: %s FAILED after %s\n", e.Image, e.Stage, e.Elapsed.Round(time.Millisecond))
 		case e.Resumed:
-			fmt.Fprintf(cmd.ErrOrStderr(), "==> %s: %s already done\n", e.Image, e.Stage)
+			fmt.Fprintf(w, "==> %s: %s already done\n", e.Image, e.Stage)
 		}
 	}
-	outcomes, runErr := release.Run(ctx, imgs, stages, release.WithJobs(f.jobs),
-		release.WithPromote(!f.noPromote), release.WithProgress(progress))
-	// The results first: a metrics failure must not hide them.
-	var outErr error
-	if asJSON {
-		outErr = writeJSON(cmd.OutOrStdout(), releaseJSON(outcomes))
-	} else {
-		outErr = writeReleaseTable(cmd.OutOrStdout(), outcomes)
-	}
-	var metricsErr error
-	now := time.Now()
-	if f.metricsFile != "" {
-		if err := release.WriteTextfile(f.metricsFile, outcomes, now); err != nil {
-			metricsErr = fmt.Errorf("writing the metrics to %s: %w", f.metricsFile, err)
-		}
-	}
-	if f.pushgateway != "" {
-		if err := release.Push(ctx, f.pushgateway, outcomes, now); err != nil {
-			metricsErr = errors.Join(metricsErr, fmt.Errorf("pushing the metrics to %s: %w", f.pushgateway, err))
-		}
-	}
-	// The release's own failure decides the exit code; then the output's,
-	// then the metrics'.
-	return errors.Join(runErr, outErr, metricsErr)
 }
 
 // openKey opens the private key of flag at path with the password that
@@ -339,42 +347,15 @@ func buildkitVersion(cmd *cobra.Command, c *client.Client) string {
 	return info.BuildkitVersion.Version
 }
 
-type releaseRow struct {
-	Image         string                    `json:"image"`
-	Ref           string                    `json:"ref,omitempty"`
-	Digest        string                    `json:"digest,omitempty"`
-	Previous      string                    `json:"previous,omitempty"`
-	Size          int64                     `json:"size,omitempty"`
-	Layers        int                       `json:"layers,omitempty"`
-	ChangedLayers int                       `json:"changed_layers"`
-	DeltaBytes    int64                     `json:"delta_bytes"`
-	Verify        *verify.Result            `json:"verify,omitempty"`
-	Platforms     []release.PlatformOutcome `json:"platforms,omitempty"`
-	Reference     string                    `json:"reference,omitempty"`
-	Tags          []string                  `json:"tags,omitempty"`
-	Changelog     string                    `json:"changelog,omitempty"`
-	Resumed       []string                  `json:"resumed,omitempty"`
-	FailedStage   string                    `json:"failed_stage,omitempty"`
-	Error         string                    `json:"error,omitempty"`
-	Seconds       map[string]float64        `json:"seconds"`
-}
-
-func releaseJSON(outcomes []release.Outcome) []releaseRow {
-	rows := make([]releaseRow, 0, len(outcomes))
-	for _, oc := range outcomes {
-		r := releaseRow{Image: oc.Image, Ref: oc.Ref, Digest: oc.Digest, Previous: oc.Previous, Size: oc.Size, Layers: oc.Layers,
-			ChangedLayers: oc.Changed, DeltaBytes: oc.Delta, Verify: oc.Result, Platforms: oc.Platforms,
-			Reference: oc.Promoted.Reference, Tags: oc.Promoted.Tags, Changelog: oc.Promoted.Changelog,
-			Resumed: oc.Resumed, FailedStage: oc.FailedStage, Seconds: map[string]float64{}}
-		if oc.Err != nil {
-			r.Error = oc.Err.Error()
-		}
-		for s, d := range oc.Durations {
-			r.Seconds[s] = d.Seconds()
-		}
-		rows = append(rows, r)
+// writeReleaseOutcomes writes the outcomes as JSON rows or as a table.
+func writeReleaseOutcomes(w io.Writer, outcomes []release.Outcome, asJSON bool) error {
+	if !asJSON {
+		return writeReleaseTable(w, outcomes)
 	}
-	return rows
+	if outcomes == nil {
+		outcomes = []release.Outcome{}
+	}
+	return writeJSON(w, outcomes)
 }
 
 func writeReleaseTable(w io.Writer, outcomes []release.Outcome) error {

@@ -51,7 +51,7 @@ func newReleaseCmd() *cobra.Command {
 	var f releaseFlags
 	cmd := &cobra.Command{
 		Use:   "release [specs...] [--image NAME]",
-		Short: "Run the whole pipeline per image: lock check, build, sign, verify, promote",
+		Short: "Run the whole pipeline per image: lock check, build, sign, verify, scan (--db), promote",
 		Long: `Release runs, for each concrete image of the specs: the lock check (the lock in
 --images must match the spec; --lock-missing resolves one that does not exist),
 the build (pushed by digest to the staging repository), signing with the lock,
@@ -69,10 +69,12 @@ An image stops at its first failing stage, named in the table; the others go on.
 A re-run skips what is done: BuildKit's cache makes the build a no-op, and a
 digest already signed or verified is not signed or verified again.
 
-With --db, each single-platform image is scanned after sign and verify (its
-signed SBOM against the vulnerability database, images/NAME/vex.json applied)
-and the result is signed as its vuln attestation; promotion then gates on the
-spec's policy { vulnerabilities { ... } } (docs/security.md).
+With --db, a scan stage runs between verify and promote: each image (of an
+image index, each platform image) is scanned (its signed SBOM against the
+vulnerability database, images/NAME/vex.json applied) and the result is signed
+as its vuln attestation; promotion then gates on the spec's
+policy { vulnerabilities { ... } } (docs/security.md). The scan stage is never
+resumed: a rerun scans again with the database it is given.
 
 Both keys are opened, and checked against their public halves (--pub,
 --verifier-pub), before the first build. The signing key's password comes from

@@ -146,6 +146,9 @@ imagectl scan releases IMAGES_DIR is the daily re-scan of what users pinned.`,
 	cmd.Flags().BoolVar(&attest, "attest", false, "sign the result as a vuln attestation of the image (needs --signing-key or --kms)")
 	cmd.Flags().StringVar(&releases, "releases", "", "re-scan every promoted digest of IMAGES_DIR/*/releases.json and attest the results (needs --signing-key)")
 	deprecateFlags(cmd, map[string]string{"releases": "imagectl scan releases IMAGES_DIR"})
+	for _, n := range []string{"metrics-file", "pushgateway", "spec"} { // only with --releases
+		_ = cmd.Flags().MarkHidden(n)
+	}
 	cmd.AddCommand(newScanReleasesCmd())
 	cmd.AddCommand(newPushDBCmd())
 	return cmd

@@ -72,7 +72,7 @@ bin/imagectl lint specs/demo.hcl
 # a missing one is resolved by release --lock-missing.
 if [ -f "$images/demo/lock.json" ]; then
   rc=0
-  bin/imagectl lock --check specs/demo.hcl --image demo --dir "$images" || rc=$?
+  bin/imagectl lock check specs/demo.hcl --image demo --images "$images" || rc=$?
   case $rc in
     0) ;;
     3) step "the demo spec changed since its lock: re-locking"

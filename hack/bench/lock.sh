@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lock benchmarks: `lock --check` on the shipped specs (offline, target
+# Lock benchmarks: `lock check` on the shipped specs (offline, target
 # < 100 ms); a full lock of the demo against the bare apt and pip solves it
 # drives, in one run (target lock/bare <= 1.2); and the lock of the pytorch
 # spec's four-image matrix with IMAGECTL_BENCH_BIG_BYTES (default 1 GiB) torch
@@ -27,9 +27,9 @@ if [[ -n "${BUILDKIT_HOST:-}" ]]; then
 else
   echo "lock.sh: BUILDKIT_HOST not set (no make up): skipping BenchmarkLockDemo" >&2
 fi
-# Whole process, as users run it: imagectl lock --check on the demo lock.
+# Whole process, as users run it: imagectl lock check on the demo lock.
 if [[ -x bin/imagectl && -f images/demo/lock.json ]]; then
   start=$(date +%s%N)
-  for _ in $(seq 20); do bin/imagectl lock --check --image demo >/dev/null 2>&1 || true; done
-  echo "imagectl lock --check --image demo: $(( ($(date +%s%N) - start) / 20000000 )) ms per run (20 runs, process start included)"
+  for _ in $(seq 20); do bin/imagectl lock check --image demo >/dev/null 2>&1 || true; done
+  echo "imagectl lock check --image demo: $(( ($(date +%s%N) - start) / 20000000 )) ms per run (20 runs, process start included)"
 fi

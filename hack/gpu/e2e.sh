@@ -517,10 +517,10 @@ phase_bench() {
       kill $cpid; sleep 1; rm -rf $C2
     done
 
-    step "periphery-only update: a newer periphery wheel, lock --upgrade, rebuild"
+    step "periphery-only update: a newer periphery wheel, lock upgrade, rebuild"
     "$PY" "$here/repack_wheels.py" --out $G/index --only-periphery --periphery imagectl-gpu-periphery==1.1.0
     rm -rf $G/images2 && cp -r $G/images $G/images2
-    timed lock-upgrade imagectl lock --upgrade "$here/h200.hcl" --dir $G/images2 2>&1 | tee "$W/upgrade.txt"
+    timed lock-upgrade imagectl lock upgrade "$here/h200.hcl" --images $G/images2 2>&1 | tee "$W/upgrade.txt"
     timed build-periphery imagectl build --lock $G/images2/$NAME/lock.json --push --compression zstd --progress plain -o json \
       > "$W/build-periphery.json" 2> "$W/build-periphery.stderr"
     tail -n 3 "$W/build-periphery.stderr"; ref_of "$W/build-periphery.json" > "$W/build-periphery.ref"

@@ -10,7 +10,7 @@ import (
 	"imagectl/internal/testenv"
 )
 
-// BenchmarkCheckShipped measures `imagectl lock --check` on the shipped
+// BenchmarkCheckShipped measures `imagectl lock check` on the shipped
 // specs, minus process start: load specs/, read and parse every image's
 // lock, check it. The locks are made from the specs (their resolved parts
 // do not change what Check does). Target: < 100 ms per run.

@@ -51,7 +51,7 @@ func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*L
 	} {
 		locked, _ := version.SplitLocal(c.locked)
 		if locked != c.spec {
-			return nil, fmt.Errorf("image %s: the spec moves the frozen core (%s %s -> %s); --upgrade keeps the core: run imagectl lock without --upgrade to re-lock it", img.Name, c.what, c.locked, c.spec)
+			return nil, fmt.Errorf("image %s: the spec moves the frozen core (%s %s -> %s); imagectl lock upgrade keeps the core: run imagectl lock to re-lock it", img.Name, c.what, c.locked, c.spec)
 		}
 	}
 
@@ -78,7 +78,7 @@ func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*L
 	}
 	for _, pl := range plats {
 		if olds[pl.String()] == nil {
-			return nil, fmt.Errorf("image %s: the spec adds platform %s, which the lock does not have (it has %s); --upgrade keeps every platform's resolution: run imagectl lock without --upgrade", img.Name, pl, strings.Join(old.PlatformNames(), ", "))
+			return nil, fmt.Errorf("image %s: the spec adds platform %s, which the lock does not have (it has %s); imagectl lock upgrade keeps every platform's resolution: run imagectl lock", img.Name, pl, strings.Join(old.PlatformNames(), ", "))
 		}
 	}
 	for _, n := range o.packages {
@@ -92,7 +92,7 @@ func Upgrade(ctx context.Context, img spec.Image, old *Lock, opts ...Option) (*L
 			return nil, fmt.Errorf("image %s: --package %s is not in the lock", img.Name, n)
 		}
 		if frozen[pep.Normalize(n)] {
-			return nil, fmt.Errorf("image %s: --package %s is frozen; --upgrade never moves it", img.Name, n)
+			return nil, fmt.Errorf("image %s: --package %s is frozen; imagectl lock upgrade never moves it", img.Name, n)
 		}
 	}
 	plans := map[string]plan{}

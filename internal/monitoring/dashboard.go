@@ -183,7 +183,7 @@ func NewDashboard(t Thresholds) Dashboard {
 			{"table", "Failed verification checks", "imagectl_verify_check == 0.", 24, 6,
 				[]Target{qi(fmt.Sprintf("%s == 0", VerifyCheck), "{{image}} {{check}}")}, nil},
 		}},
-		{"Vulnerabilities (imagectl scan --releases)", []p{
+		{"Vulnerabilities (imagectl scan releases)", []p{
 			{"table", "Findings by severity", "imagectl_scan_findings: the newest signed scan of each promoted digest.", 12, 8,
 				[]Target{qi(fmt.Sprintf("sum by (image, month, severity) (%s)", ScanFindings), "{{image}} {{month}} {{severity}}")}, nil},
 			{"table", "New since the previous scan", "imagectl_scan_new_findings: what the daily re-scan found new.", 12, 8,

@@ -15,7 +15,7 @@ import "sort"
 // imagectl's own metrics. The release writes the imagectl_release_*,
 // imagectl_image_* and imagectl_verify_* families (imagectl release
 // --metrics-file / --pushgateway); the daily re-scan writes the
-// imagectl_scan_* and imagectl_rescan_* families (imagectl scan --releases
+// imagectl_scan_* and imagectl_rescan_* families (imagectl scan releases
 // --metrics-file / --pushgateway).
 const (
 	// ReleaseStageDuration is each stage's wall time per image in the last

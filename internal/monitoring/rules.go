@@ -131,7 +131,7 @@ func Rules(t Thresholds) []RuleGroup {
 			alert(AlertRescanFailed,
 				fmt.Sprintf("%s == 0", RescanSuccess), "", severityWarning,
 				"the daily re-scan failed",
-				"The last daily re-scan (imagectl scan --releases) stopped on an error: the released digests after it were not scanned."),
+				"The last daily re-scan (imagectl scan releases) stopped on an error: the released digests after it were not scanned."),
 			alert(AlertRescanNotRun,
 				fmt.Sprintf("time() - %s > %s", RescanTimestamp, num(t.RescanStaleAge.Seconds())), "", severityWarning,
 				"the daily re-scan has not run",

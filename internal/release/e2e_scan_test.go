@@ -72,7 +72,7 @@ func (s *scanRelease) release(t *testing.T, ctx context.Context, db string) (str
 //     date and the limit), by release and by scan;
 //   - stock cosign verify-attestation --type vuln verifies the promoted
 //     digest's scan;
-//   - scan --releases with a second database that adds pip's
+//   - scan releases with a second database that adds pip's
 //     GHSA-4xh5-x5gv-qwph (medium, fixed in 25.3) finds it new on the
 //     promoted digest and exits 5; the rerun finds nothing new and exits 0.
 func TestReleaseScanCLIEndToEnd(t *testing.T) {
@@ -186,22 +186,22 @@ func TestReleaseScanCLIEndToEnd(t *testing.T) {
 
 	// 5. The daily re-scan: a record published after promotion is found new
 	// and breaks the policy (exit 5); the next day nothing is new.
-	rescan := []string{"scan", "--releases", s.images, "--spec", s.spec, "--var", "registry=" + dr.env.Registry,
+	rescan := []string{"scan", "releases", s.images, "--spec", s.spec, "--var", "registry=" + dr.env.Registry,
 		"--var", "wheel_index=" + dr.index.URL, "--key", dr.keys.signPub, "--signing-key", dr.keys.signKey, "-o", "json"}
 	out, errs, code = s.imagectl(t, ctx, append(rescan, "--db", db2)...)
 	var rs []scan.Rescan
 	if code != exitcode.PromotionRefused || json.Unmarshal([]byte(out), &rs) != nil || len(rs) != 1 {
-		t.Fatalf("scan --releases with the pip record added: exit %d, want %d\n%s\n%s", code, exitcode.PromotionRefused, out, errs)
+		t.Fatalf("scan releases with the pip record added: exit %d, want %d\n%s\n%s", code, exitcode.PromotionRefused, out, errs)
 	}
 	if rs[0].Digest != promoted.String() || len(rs[0].New) != 1 || rs[0].New[0].ID != "GHSA-4xh5-x5gv-qwph" || len(rs[0].Breaking) != 1 || rs[0].Previous == "" {
-		t.Errorf("scan --releases = %+v, want %s with GHSA-4xh5-x5gv-qwph alone new and breaking", rs[0], promoted)
+		t.Errorf("scan releases = %+v, want %s with GHSA-4xh5-x5gv-qwph alone new and breaking", rs[0], promoted)
 	}
 	if !strings.Contains(errs, "GHSA-4xh5-x5gv-qwph") || !strings.Contains(errs, "pip") {
-		t.Errorf("scan --releases error does not name the finding:\n%s", errs)
+		t.Errorf("scan releases error does not name the finding:\n%s", errs)
 	}
 	out, errs, code = s.imagectl(t, ctx, append(rescan, "--db", db2)...)
 	if code != 0 || json.Unmarshal([]byte(out), &rs) != nil || len(rs) != 1 || len(rs[0].New) != 0 {
-		t.Errorf("scan --releases again: exit %d, want 0 and nothing new\n%s\n%s", code, out, errs)
+		t.Errorf("scan releases again: exit %d, want 0 and nothing new\n%s\n%s", code, out, errs)
 	}
 }
 

@@ -89,6 +89,25 @@ func Metrics(outcomes []Outcome, now time.Time, kept map[string]float64) *promet
 	return reg
 }
 
+// WriteMetrics writes the metrics of a release run that ended at now to
+// the textfile at path (WriteTextfile) and pushes them to the Pushgateway
+// at url (Push); an empty path or url is skipped. Both are tried: the
+// error joins their failures.
+func WriteMetrics(ctx context.Context, path, url string, outcomes []Outcome, now time.Time) error {
+	var errs []error
+	if path != "" {
+		if err := WriteTextfile(path, outcomes, now); err != nil {
+			errs = append(errs, fmt.Errorf("writing the metrics to %s: %w", path, err))
+		}
+	}
+	if url != "" {
+		if err := Push(ctx, url, outcomes, now); err != nil {
+			errs = append(errs, fmt.Errorf("pushing the metrics to %s: %w", url, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // WriteTextfile writes the metrics of a release run that ended at now for
 // the node exporter's textfile collector (atomically: a temp file, then
 // rename), keeping from the file it replaces the newest release time of the

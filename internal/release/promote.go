@@ -19,7 +19,8 @@ import (
 // release file plus d's release, write the file (atomically, only once the
 // registry holds the release: tags moved last), and write the month's
 // changelog. It holds no lock across registry calls: each image has a
-// release file of its own.
+// release file of its own. The scan stage (Scan, scan.go) has attested d's
+// vulnerabilities before, when a database was given.
 //
 // A release file whose repository is not the lock's repos.release moves to
 // the new repository: every release is copied there, each gated against
@@ -33,9 +34,6 @@ func (r *Real) Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promot
 	prev := f.Previous(d)
 	tag := releasefile.NextTag(f, l.Name, r.cfg.Month, d)
 	rel := releasefile.Release{Source: d.String(), Tags: []string{tag}, Month: r.cfg.Month, LockDigest: l.Digest}
-	if err := r.scanAndAttest(ctx, l, d); err != nil { // scan.go
-		return Promoted{}, err
-	}
 	if err := r.attestSupport(ctx, l, d, &rel); err != nil {
 		return Promoted{}, err
 	}

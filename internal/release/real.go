@@ -83,9 +83,9 @@ type Config struct {
 	// Access's keychain and transport.
 	RemoteOptions []remote.Option
 	// VulnDB, when set, is the vulnerability database (scan.OpenDB: a path
-	// or an OCI reference) each image is scanned against before promotion;
-	// the result is signed with SignOptions (scan.go). The default is no
-	// scan.
+	// or an OCI reference) each image is scanned against in the scan stage,
+	// before promotion; the result is signed with SignOptions (scan.go).
+	// The default is no scan stage.
 	VulnDB string
 	// ScanOptions are passed to scan.OpenDB and scan.Image (age limit,
 	// cache directory).

@@ -1,12 +1,14 @@
 // Package release runs the whole pipeline for each concrete image: lock check,
-// build, sign and attest, verify, promote. Each image stops at its first
-// failing stage; the others go on. A re-run skips what is already done:
-// BuildKit's cache makes the build a no-op, and images already signed or
-// verified are not signed or verified again.
+// build, sign and attest, verify, scan (with a vulnerability database),
+// promote. Each image stops at its first failing stage; the others go on. A
+// re-run skips what is already done: BuildKit's cache makes the build a
+// no-op, and images already signed or verified are not signed or verified
+// again.
 package release
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -27,12 +29,13 @@ const (
 	StageBuild   = "build"
 	StageSign    = "sign"
 	StageVerify  = "verify"
+	StageScan    = "scan"
 	StagePromote = "promote"
 )
 
 // Stages are the pipeline's steps for one image. The real implementation
-// (Real) calls the lock, build, sign, verify and promote packages; tests use
-// fakes.
+// (Real) calls the lock, build, sign, verify, scan and promote packages;
+// tests use fakes.
 type Stages interface {
 	// Lock returns the image's lock, checked against the spec.
 	Lock(ctx context.Context, img spec.Image) (*lock.Lock, error)
@@ -49,6 +52,14 @@ type Stages interface {
 	Verified(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error)
 	// Verify verifies d and attaches the signed result.
 	Verify(ctx context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error)
+	// Scans reports whether the scan stage runs: whether a vulnerability
+	// database was given.
+	Scans() bool
+	// Scan matches d's signed SBOMs against the vulnerability database and
+	// signs each result as a vuln attestation, which promotion's
+	// vulnerabilities gate reads. It is never resumed: a re-run scans
+	// again, with the database it is given.
+	Scan(ctx context.Context, l *lock.Lock, d name.Digest) error
 	// Promote records d in the release file and reconciles the release repository.
 	Promote(ctx context.Context, l *lock.Lock, d name.Digest) (Promoted, error)
 }
@@ -89,36 +100,56 @@ type PlatformBuilt struct {
 // Promoted describes a promotion.
 type Promoted struct {
 	// Reference is what users pin: release-repo@sha256:...
-	Reference string
-	Tags      []string
+	Reference string   `json:"reference,omitempty"`
+	Tags      []string `json:"tags,omitempty"`
 	// Changelog is the path of the changelog written next to the release record.
-	Changelog string
+	Changelog string `json:"changelog,omitempty"`
 }
 
-// Outcome is what happened to one image.
+// Outcome is what happened to one image; its JSON is a row of imagectl
+// release -o json (MarshalJSON adds the error and the seconds per stage).
 type Outcome struct {
-	Image string
+	Image string `json:"image"`
 	// Ref is the built image in the staging repository, repo@sha256:...
-	Ref      string
-	Digest   string
-	Previous string
-	Size     int64
-	Layers   int
-	Changed  int
-	Delta    int64
-	Result   *verify.Result
-	Promoted Promoted
+	Ref      string         `json:"ref,omitempty"`
+	Digest   string         `json:"digest,omitempty"`
+	Previous string         `json:"previous,omitempty"`
+	Size     int64          `json:"size,omitempty"`
+	Layers   int            `json:"layers,omitempty"`
+	Changed  int            `json:"changed_layers"`
+	Delta    int64          `json:"delta_bytes"`
+	Result   *verify.Result `json:"verify,omitempty"`
 	// Platforms are the images of a multi-platform image, with what the
 	// verify stage found for each; nil for a single-platform image.
-	Platforms []PlatformOutcome
+	Platforms []PlatformOutcome `json:"platforms,omitempty"`
+	// Promoted is the promotion; its fields are the row's.
+	Promoted
 	// Done lists the stages that ran or were found already done, in order.
-	Done []string
+	Done []string `json:"-"`
 	// Resumed lists stages skipped because their result already existed.
-	Resumed []string
+	Resumed []string `json:"resumed,omitempty"`
 	// FailedStage is the stage that stopped the image; empty on success.
-	FailedStage string
-	Err         error
-	Durations   map[string]time.Duration
+	FailedStage string                   `json:"failed_stage,omitempty"`
+	Err         error                    `json:"-"`
+	Durations   map[string]time.Duration `json:"-"`
+}
+
+// MarshalJSON writes oc with Err as "error" (its message) and Durations
+// as "seconds" per stage.
+func (oc Outcome) MarshalJSON() ([]byte, error) {
+	type fields Outcome // without this method
+	row := struct {
+		fields
+		Error   string             `json:"error,omitempty"`
+		Seconds map[string]float64 `json:"seconds"`
+	}{fields: fields(oc), Seconds: map[string]float64{}}
+	if oc.Err != nil {
+		row.Error = oc.Err.Error()
+	}
+	for s, d := range oc.Durations {
+		row.Seconds[s] = d.Seconds()
+	}
+	return json.Marshal(row)
 }
 
 // PlatformOutcome is one platform's image of a multi-platform image.
@@ -312,6 +343,11 @@ func runOne(ctx context.Context, img spec.Image, s Stages, o *options) Outcome {
 	}
 	oc.platformStatus()
 	if !o.promote {
+		return oc
+	}
+	if s.Scans() && !step(StageScan, func() (bool, error) {
+		return false, s.Scan(ctx, l, b.Digest)
+	}) {
 		return oc
 	}
 	step(StagePromote, func() (bool, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ type fakeStages struct {
 	failAt   map[string]map[string]error // image -> stage -> error
 	signed   map[string]bool             // digest -> already signed
 	verified map[string]bool             // digest -> already verified
+	scans    bool                        // the scan stage runs
 }
 
 func (f *fakeStages) record(img, stage string) error {
@@ -64,6 +66,10 @@ func (f *fakeStages) Verified(_ context.Context, l *lock.Lock, d name.Digest) (*
 func (f *fakeStages) Verify(_ context.Context, l *lock.Lock, d name.Digest) (*verify.Result, error) {
 	err := f.record(l.Name, StageVerify)
 	return &verify.Result{Passed: err == nil, Digest: d.DigestStr(), Checks: []verify.Check{{Name: "python", Status: verify.Pass}}}, err
+}
+func (f *fakeStages) Scans() bool { return f.scans }
+func (f *fakeStages) Scan(_ context.Context, l *lock.Lock, _ name.Digest) error {
+	return f.record(l.Name, StageScan)
 }
 func (f *fakeStages) Promote(_ context.Context, l *lock.Lock, d name.Digest) (Promoted, error) {
 	return Promoted{Reference: "rel/" + l.Name + "@" + d.DigestStr(), Tags: []string{"t"}}, f.record(l.Name, StagePromote)
@@ -116,6 +122,30 @@ func TestRun(t *testing.T) {
 		},
 		wantFail: map[string]string{"c": StageLock},
 		wantCode: exitcode.Failure,
+	}, {
+		name:   "scan is a stage of its own: b's failure stops b before promote",
+		stages: &fakeStages{scans: true, failAt: map[string]map[string]error{"b": {StageScan: errors.New("opening the database: stale")}}},
+		wantCalls: []string{
+			"a:lock", "a:build", "a:sign", "a:verify", "a:scan", "a:promote",
+			"b:lock", "b:build", "b:sign", "b:verify", "b:scan",
+			"c:lock", "c:build", "c:sign", "c:verify", "c:scan", "c:promote",
+		},
+		wantFail: map[string]string{"b": StageScan},
+		wantCode: exitcode.Failure,
+	}, {
+		name: "resumed: the scan runs again",
+		stages: &fakeStages{
+			scans:    true,
+			signed:   map[string]bool{"staging/a": true},
+			verified: map[string]bool{"staging/a": true},
+		},
+		wantCalls: []string{
+			"a:lock", "a:build", "a:scan", "a:promote",
+			"b:lock", "b:build", "b:sign", "b:verify", "b:scan", "b:promote",
+			"c:lock", "c:build", "c:sign", "c:verify", "c:scan", "c:promote",
+		},
+		wantFail: map[string]string{},
+		wantCode: exitcode.OK,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -154,6 +184,42 @@ func TestRunResumedStagesAreReported(t *testing.T) {
 	}
 	if out[0].Result == nil || !out[0].Result.Passed {
 		t.Errorf("Result = %+v, want the existing passing result", out[0].Result)
+	}
+}
+
+func TestRunScanStage(t *testing.T) {
+	var events []string
+	progress := func(e Event) {
+		switch {
+		case e.Start:
+			events = append(events, e.Stage+" started")
+		case e.Err != nil:
+			events = append(events, e.Stage+" failed")
+		}
+	}
+	f := &fakeStages{scans: true, failAt: map[string]map[string]error{"a": {StageScan: errors.New("stale database")}}}
+	out, err := Run(context.Background(), []spec.Image{{Name: "a"}}, f, WithProgress(progress))
+	if err == nil {
+		t.Fatal("Run() = nil, want the scan's failure")
+	}
+	want := []string{"lock started", "build started", "sign started", "verify started", "scan started", "scan failed"}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("progress events (-want +got):\n%s", diff)
+	}
+	if _, ok := out[0].Durations[StageScan]; !ok || out[0].FailedStage != StageScan {
+		t.Errorf("Outcome = %+v, want a scan duration and FailedStage %q", out[0], StageScan)
+	}
+
+	// Without a database there is no scan stage; with --no-promote neither.
+	for _, f := range []*fakeStages{{}, {scans: true}} {
+		opts := []Option{}
+		if f.scans {
+			opts = append(opts, WithPromote(false))
+		}
+		out, err := Run(context.Background(), []spec.Image{{Name: "a"}}, f, opts...)
+		if err != nil || slices.Contains(out[0].Done, StageScan) || slices.Contains(f.calls, "a:"+StageScan) {
+			t.Errorf("Run(scans %v) = %v, done %v, calls %v; want no scan stage", f.scans, err, out[0].Done, f.calls)
+		}
 	}
 }
 

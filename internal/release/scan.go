@@ -14,13 +14,16 @@ import (
 	"imagectl/internal/scan"
 )
 
-// scanAndAttest scans d against the database of cfg.VulnDB with the
-// image's VEX document (images/NAME/vex.json, when there is one) and signs
-// each result as a vuln attestation, for the promotion's vulnerabilities
-// gate to read: d itself when it is one image, or every platform image of
-// d when d is an image index (those carry the SBOMs, and the gate reads
-// each). Without cfg.VulnDB it does nothing.
-func (r *Real) scanAndAttest(ctx context.Context, l *lock.Lock, d name.Digest) error {
+// Scans implements Stages: the scan stage runs when cfg.VulnDB is set.
+func (r *Real) Scans() bool { return r.cfg.VulnDB != "" }
+
+// Scan implements Stages: it scans d against the database of cfg.VulnDB
+// with the image's VEX document (images/NAME/vex.json, when there is one)
+// and signs each result as a vuln attestation, for the promotion's
+// vulnerabilities gate to read: d itself when it is one image, or every
+// platform image of d when d is an image index (those carry the SBOMs, and
+// the gate reads each). Without cfg.VulnDB it does nothing.
+func (r *Real) Scan(ctx context.Context, l *lock.Lock, d name.Digest) error {
 	if r.cfg.VulnDB == "" {
 		return nil
 	}

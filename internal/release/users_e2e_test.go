@@ -94,7 +94,7 @@ func (u *userEnv) run(t *testing.T, ctx context.Context, args ...string) (string
 //     last month's digest to this month's, comments and layout kept (exit
 //     10, then 0);
 //   - reads the support window signed in the registry with stock cosign,
-//     and the platform's scan --releases reports last month's release
+//     and the platform's scan releases reports last month's release
 //     expired instead of scanning it again;
 //   - writes the catalog, which headless Chromium renders without console
 //     errors or broken links, with the facts in the DOM; with
@@ -284,22 +284,22 @@ spec:
 	if b, err := cos.CombinedOutput(); err != nil {
 		t.Errorf("cosign verify-attestation --type %s %s: %v\n%s", discover.SupportPredicateType, newRef, err, b)
 	}
-	rescan := exec.CommandContext(ctx, bin, "scan", "--releases", dr.images, "--key", dr.keys.signPub, "--signing-key", dr.keys.signKey, "--db", db, "-o", "json")
+	rescan := exec.CommandContext(ctx, bin, "scan", "releases", dr.images, "--key", dr.keys.signPub, "--signing-key", dr.keys.signKey, "--db", db, "-o", "json")
 	rescan.Env = append(os.Environ(), sign.CosignPasswordEnv+"="+string(e2ePassword))
 	b, err := rescan.Output()
 	var rs []scan.Rescan
 	if err != nil || json.Unmarshal(b, &rs) != nil || len(rs) != 2 {
-		t.Fatalf("scan --releases: %v\n%s", err, b)
+		t.Fatalf("scan releases: %v\n%s", err, b)
 	}
 	for _, r := range rs {
 		switch r.Month {
 		case prevMonth:
 			if r.Expired != oldEnd.End || r.Previous != "" || r.Findings != 0 {
-				t.Errorf("scan --releases, %s: %+v; want it reported expired since %s, not scanned", prevMonth, r, oldEnd.End)
+				t.Errorf("scan releases, %s: %+v; want it reported expired since %s, not scanned", prevMonth, r, oldEnd.End)
 			}
 		case curMonth:
 			if r.Expired != "" || r.Previous == "" {
-				t.Errorf("scan --releases, %s: %+v; want it scanned again", curMonth, r)
+				t.Errorf("scan releases, %s: %+v; want it scanned again", curMonth, r)
 			}
 		}
 	}

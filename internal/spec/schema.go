@@ -388,7 +388,7 @@ var policyBlock = &block{
 		{name: "forbidden_packages", kind: kStrings, check: checkNonEmpty, def: "[]", example: `["telnet", "rsh-server"]`,
 			doc: "Packages that must not be in the resolved apt or pip closure: the lock fails naming the package and the dependency chain that pulled it in.", field: "Policy.ForbiddenPackages", set: func(i *Image, v any) { i.Policy.ForbiddenPackages = v.([]string) }},
 		{name: "support_months", kind: kInt, min: 1, max: 120, def: "no window", example: `12`,
-			doc: "How long a release is patched, counting its release month (AWS DLC's rule is 12): promotion records the end date in the release file and in a signed support attestation users read from the registry; `pin` warns in the last month and refuses an expired release (exit 5, `--accept-expired` lets it through); `scan --releases` reports expired releases instead of re-attesting them (docs/users.md). Read at promotion, not locked.", field: "Policy.SupportMonths", set: func(i *Image, v any) { i.Policy.SupportMonths = int(v.(int64)) }},
+			doc: "How long a release is patched, counting its release month (AWS DLC's rule is 12): promotion records the end date in the release file and in a signed support attestation users read from the registry; `pin` warns in the last month and refuses an expired release (exit 5, `--accept-expired` lets it through); `scan releases` reports expired releases instead of re-attesting them (docs/users.md). Read at promotion, not locked.", field: "Policy.SupportMonths", set: func(i *Image, v any) { i.Policy.SupportMonths = int(v.(int64)) }},
 	},
 	blocks: []*block{vulnerabilitiesBlock},
 }

@@ -25,9 +25,9 @@ func TestAccessFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--ca-file", filepath.Join(dir, "missing.pem"), "lock", "--check", "../../../specs"}, "missing.pem"},
+		{[]string{"--ca-file", filepath.Join(dir, "missing.pem"), "lock", "check", "../../../specs"}, "missing.pem"},
 		{[]string{"--ca-file", notPEM, "mirror", "../../../specs"}, notPEM + ": no PEM certificate"},
-		{[]string{"--netrc", truncated, "lock", "--check", "../../../specs"}, truncated},
+		{[]string{"--netrc", truncated, "lock", "check", "../../../specs"}, truncated},
 	} {
 		_, _, code := runSpecCmd(t, tc.args...)
 		if code != exitcode.Usage {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/moby/buildkit/client"
@@ -15,24 +16,27 @@ import (
 	"imagectl/internal/sign"
 )
 
+// buildFlags are build's flags.
+type buildFlags struct {
+	out                outputFlag
+	lockPath, addr     string
+	progress, initPath string
+	ociLayout, tag     string
+	repo               string
+	push               bool
+	rewrite            bool
+	compression        string
+	prioritizedFile    string
+	cacheFrom, cacheTo []string
+	timeout            time.Duration
+	sign               bool
+	signFlags          signFlags
+	builder            sign.Builder
+	builders           builderFlags
+}
+
 func newBuildCmd() *cobra.Command {
-	var (
-		out                outputFlag
-		lockPath, addr     string
-		progress, initPath string
-		ociLayout, tag     string
-		repo               string
-		push               bool
-		rewrite            bool
-		compression        string
-		prioritizedFile    string
-		cacheFrom, cacheTo []string
-		timeout            time.Duration
-		signIt             bool
-		sf                 signFlags
-		builder            sign.Builder
-		bf                 builderFlags
-	)
+	var f buildFlags
 	cmd := &cobra.Command{
 		Use:   "build --lock images/NAME/lock.json [--push] [--oci-layout DIR]",
 		Short: "Build the image of a lock with BuildKit; print its digest",
@@ -75,88 +79,26 @@ platform caches under the tag with -OS-ARCH appended.`,
     --tlscacert certs/ca.pem --tlscert certs/cert.pem --tlskey certs/key.pem`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.json()
+			asJSON, err := f.out.json()
 			if err != nil {
 				return err
 			}
-			if lockPath == "" {
-				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--lock is required"))
-			}
-			var signOpts []sign.Option
-			if signIt {
-				if !push {
-					return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--sign needs --push: signatures live beside the image in its registry"))
-				}
-				if signOpts, err = sf.options(cmd, cmd.InOrStdin()); err != nil {
-					return err
-				}
-			}
-			l, err := lock.Read(lockPath)
+			l, signOpts, err := f.check(cmd)
 			if err != nil {
 				return err
 			}
-			bs, err := bf.builders()
-			if err != nil {
-				return err
-			}
-			if err := build.CheckBuilders(l, bs); err != nil {
-				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--builder: %w", err))
-			}
-			d, err := progressui.NewDisplay(cmd.ErrOrStderr(), progressui.DisplayMode(progress))
-			if err != nil {
-				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--progress %q: %w", progress, err))
-			}
-			ctx := cmd.Context()
-			c, err := bf.dial(ctx, build.Addr(addr), timeout)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			opts, closeBuilders, err := bf.buildOptions(ctx, timeout)
+			c, opts, closeBuilders, err := f.options(cmd)
 			if err != nil {
 				return err
 			}
 			defer closeBuilders()
-			opts = append(opts, build.WithPush(push), build.WithDialTimeout(timeout),
-				build.WithAccess(accessOf(cmd)), build.WithRewriteTimestamp(rewrite), build.WithCompression(compression), build.WithCacheFrom(cacheFrom...), build.WithCacheTo(cacheTo...))
-			if prioritizedFile != "" {
-				files, err := build.ReadPrioritizedFiles(prioritizedFile)
-				if err != nil {
-					return exitcode.Wrap(exitcode.Usage, err)
-				}
-				opts = append(opts, build.WithPrioritizedFiles(files))
-			}
-			shown := make(chan struct{})
-			if progress == string(progressui.QuietMode) {
-				close(shown)
-			} else {
-				// The display drains ch until Solve closes it, cancelled or
-				// not: on the command's context it would stop at Ctrl-C and
-				// leave BuildKit's status stream blocked on its send (buildctl
-				// does the same).
-				ch := make(chan *client.SolveStatus)
-				go func() { _, _ = d.UpdateFrom(context.WithoutCancel(ctx), ch); close(shown) }()
-				opts = append(opts, build.WithStatus(ch))
-			}
-			if initPath != "" {
-				opts = append(opts, build.WithInit(initPath))
-			}
-			if ociLayout != "" {
-				opts = append(opts, build.WithOCILayout(ociLayout))
-			}
-			if tag != "" {
-				opts = append(opts, build.WithTag(tag))
-			}
-			if repo != "" {
-				opts = append(opts, build.WithName(repo))
-			}
-			res, err := build.Solve(ctx, c, l, opts...)
-			<-shown
+			defer c.Close()
+			res, err := solveShown(cmd.Context(), cmd.ErrOrStderr(), f.progress, c, l, opts)
 			if err != nil {
 				return err
 			}
-			if signIt {
-				if err := signBuilt(cmd, c, res, l, builder, signOpts); err != nil {
+			if f.sign {
+				if err := signBuilt(cmd, c, res, l, f.builder, signOpts); err != nil {
 					return err
 				}
 			}
@@ -167,28 +109,125 @@ platform caches under the tag with -OS-ARCH appended.`,
 			return err
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVar(&signIt, "sign", false, "after the push, sign the digest and attach the lock, SPDX and CycloneDX SBOMs and SLSA provenance attestations")
-	sf.add(cmd)
-	f.StringVar(&builder.ID, "builder-id", sign.DefaultBuilderID, "provenance: the builder's URI")
-	f.StringVar(&builder.SourceCommit, "source-commit", "", "provenance: git commit of the spec and lock")
-	addOutputFlag(cmd, &out)
-	f.StringVar(&lockPath, "lock", "", "the lock to build (images/NAME/lock.json)")
-	f.StringVar(&addr, "addr", "", "buildkitd address (default $BUILDKIT_HOST, else "+build.DefaultAddr+")")
-	f.BoolVar(&push, "push", false, "push the image by digest to the lock's staging repository")
-	f.StringVar(&repo, "repo", "", "push to this repository instead of the lock's staging repository")
-	f.StringVar(&tag, "tag", "", "also push under this tag (default: by digest only)")
-	f.StringVar(&ociLayout, "oci-layout", "", "also write the image as an OCI layout directory")
-	f.StringArrayVar(&cacheFrom, "cache-from", nil, "import build cache, e.g. type=registry,ref=REPO:TAG (repeatable)")
-	f.StringArrayVar(&cacheTo, "cache-to", nil, "export build cache, e.g. type=registry,ref=REPO:TAG,mode=max (repeatable)")
-	f.StringVar(&progress, "progress", "auto", "progress output on stderr: auto, tty, plain, rawjson or quiet")
-	f.StringVar(&initPath, "init", "", "the init binary to bake in (default: imagectl-init beside imagectl)")
-	f.DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for buildkitd and the registries to answer")
-	f.StringVar(&compression, "compression", "", "layer compression forced on every layer: gzip, zstd (faster to pull and unpack), estargz (lazily pullable by stargz-snapshotter) or uncompressed (default: BuildKit's gzip, cached blobs reused as they are)")
-	f.StringVar(&prioritizedFile, "prioritized-files", "", "with --compression estargz: a file of image paths, one per line, that the layers hold first so a lazy pull prefetches them (what `imagectl verify --startup-files` recorded)")
-	bf.add(cmd)
-	f.BoolVar(&rewrite, "rewrite-timestamp", false, "also have BuildKit rewrite every layer's times at export (slow; the steps already clamp them)")
+	f.add(cmd)
 	return cmd
+}
+
+func (bf *buildFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&bf.sign, "sign", false, "after the push, sign the digest and attach the lock, SPDX and CycloneDX SBOMs and SLSA provenance attestations")
+	bf.signFlags.add(cmd)
+	f.StringVar(&bf.builder.ID, "builder-id", sign.DefaultBuilderID, "provenance: the builder's URI")
+	f.StringVar(&bf.builder.SourceCommit, "source-commit", "", "provenance: git commit of the spec and lock")
+	addOutputFlag(cmd, &bf.out)
+	f.StringVar(&bf.lockPath, "lock", "", "the lock to build (images/NAME/lock.json)")
+	f.StringVar(&bf.addr, "addr", "", "buildkitd address (default $BUILDKIT_HOST, else "+build.DefaultAddr+")")
+	f.BoolVar(&bf.push, "push", false, "push the image by digest to the lock's staging repository")
+	f.StringVar(&bf.repo, "repo", "", "push to this repository instead of the lock's staging repository")
+	f.StringVar(&bf.tag, "tag", "", "also push under this tag (default: by digest only)")
+	f.StringVar(&bf.ociLayout, "oci-layout", "", "also write the image as an OCI layout directory")
+	f.StringArrayVar(&bf.cacheFrom, "cache-from", nil, "import build cache, e.g. type=registry,ref=REPO:TAG (repeatable)")
+	f.StringArrayVar(&bf.cacheTo, "cache-to", nil, "export build cache, e.g. type=registry,ref=REPO:TAG,mode=max (repeatable)")
+	f.StringVar(&bf.progress, "progress", "auto", "progress output on stderr: auto, tty, plain, rawjson or quiet")
+	f.StringVar(&bf.initPath, "init", "", "the init binary to bake in (default: imagectl-init beside imagectl)")
+	f.DurationVar(&bf.timeout, "timeout", 10*time.Second, "how long to wait for buildkitd and the registries to answer")
+	f.StringVar(&bf.compression, "compression", "", "layer compression forced on every layer: gzip, zstd (faster to pull and unpack), estargz (lazily pullable by stargz-snapshotter) or uncompressed (default: BuildKit's gzip, cached blobs reused as they are)")
+	f.StringVar(&bf.prioritizedFile, "prioritized-files", "", "with --compression estargz: a file of image paths, one per line, that the layers hold first so a lazy pull prefetches them (what `imagectl verify --startup-files` recorded)")
+	bf.builders.add(cmd)
+	f.BoolVar(&bf.rewrite, "rewrite-timestamp", false, "also have BuildKit rewrite every layer's times at export (slow; the steps already clamp them)")
+}
+
+// check reads the lock and the signing options and checks the flags
+// against them, before anything is dialled.
+func (f *buildFlags) check(cmd *cobra.Command) (*lock.Lock, []sign.Option, error) {
+	if f.lockPath == "" {
+		return nil, nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--lock is required"))
+	}
+	var signOpts []sign.Option
+	if f.sign {
+		if !f.push {
+			return nil, nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--sign needs --push: signatures live beside the image in its registry"))
+		}
+		var err error
+		if signOpts, err = f.signFlags.options(cmd, cmd.InOrStdin()); err != nil {
+			return nil, nil, err
+		}
+	}
+	l, err := lock.Read(f.lockPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	bs, err := f.builders.builders()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := build.CheckBuilders(l, bs); err != nil {
+		return nil, nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--builder: %w", err))
+	}
+	switch progressui.DisplayMode(f.progress) {
+	case progressui.AutoMode, progressui.TtyMode, progressui.PlainMode, progressui.RawJSONMode, progressui.QuietMode:
+	default:
+		return nil, nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--progress %q: want auto, tty, plain, rawjson or quiet", f.progress))
+	}
+	return l, signOpts, nil
+}
+
+// options dials buildkitd (and the --builder ones) and returns the build
+// options the flags name; closeBuilders closes the --builder clients.
+func (f *buildFlags) options(cmd *cobra.Command) (_ *client.Client, _ []build.Option, closeBuilders func(), err error) {
+	ctx := cmd.Context()
+	opts := []build.Option{build.WithPush(f.push), build.WithDialTimeout(f.timeout), build.WithAccess(accessOf(cmd)),
+		build.WithRewriteTimestamp(f.rewrite), build.WithCompression(f.compression), build.WithCacheFrom(f.cacheFrom...), build.WithCacheTo(f.cacheTo...)}
+	if f.prioritizedFile != "" {
+		files, err := build.ReadPrioritizedFiles(f.prioritizedFile)
+		if err != nil {
+			return nil, nil, nil, exitcode.Wrap(exitcode.Usage, err)
+		}
+		opts = append(opts, build.WithPrioritizedFiles(files))
+	}
+	if f.initPath != "" {
+		opts = append(opts, build.WithInit(f.initPath))
+	}
+	if f.ociLayout != "" {
+		opts = append(opts, build.WithOCILayout(f.ociLayout))
+	}
+	if f.tag != "" {
+		opts = append(opts, build.WithTag(f.tag))
+	}
+	if f.repo != "" {
+		opts = append(opts, build.WithName(f.repo))
+	}
+	c, err := f.builders.dial(ctx, build.Addr(f.addr), f.timeout)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bopts, closeBuilders, err := f.builders.buildOptions(ctx, f.timeout)
+	if err != nil {
+		c.Close()
+		return nil, nil, nil, err
+	}
+	return c, append(bopts, opts...), closeBuilders, nil
+}
+
+// solveShown runs build.Solve with its progress rendered on w in mode
+// (progressui's), and returns once the display has shown everything.
+func solveShown(ctx context.Context, w io.Writer, mode string, c *client.Client, l *lock.Lock, opts []build.Option) (*build.Result, error) {
+	if mode == string(progressui.QuietMode) {
+		return build.Solve(ctx, c, l, opts...)
+	}
+	d, err := progressui.NewDisplay(w, progressui.DisplayMode(mode))
+	if err != nil {
+		return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--progress %q: %w", mode, err))
+	}
+	// The display drains ch until Solve closes it, cancelled or not: on
+	// the command's context it would stop at Ctrl-C and leave BuildKit's
+	// status stream blocked on its send (buildctl does the same).
+	ch := make(chan *client.SolveStatus)
+	shown := make(chan struct{})
+	go func() { _, _ = d.UpdateFrom(context.WithoutCancel(ctx), ch); close(shown) }()
+	res, err := build.Solve(ctx, c, l, append(opts, build.WithStatus(ch))...)
+	<-shown
+	return res, err
 }
 
 // signBuilt signs the pushed digest and attaches the build attestations,

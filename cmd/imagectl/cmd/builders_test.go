@@ -31,7 +31,7 @@ func TestBuilderFlags(t *testing.T) {
 		{"platform not in the lock", []string{"build", "--lock", demoLock, "--builder", "linux/arm64=tcp://127.0.0.1:9"}, []string{"--builder", "linux/arm64=tcp://127.0.0.1:9", "has no platform linux/arm64 (it has linux/amd64)"}},
 		{"cert without key", []string{"build", "--lock", demoLock, "--addr", "tcp://127.0.0.1:9", "--tlscert", "c.pem"}, []string{"--tlscert and --tlskey"}},
 		{"missing ca", []string{"build", "--lock", demoLock, "--addr", "tcp://127.0.0.1:9", "--tlscacert", "/nonexistent/ca.pem"}, []string{"--tlscacert /nonexistent/ca.pem"}},
-		{"lock: bad value", []string{"lock", "--builder", "linux/arm64=", "--check"}, []string{"--builder", `"linux/arm64="`}},
+		{"lock: bad value", []string{"lock", "upgrade", "--builder", "linux/arm64="}, []string{"--builder", `"linux/arm64="`}},
 		{"lock: no image has the platform", []string{"lock", "../../../specs/demo.hcl", "--dir", t.TempDir(), "--builder", "linux/arm64=tcp://127.0.0.1:9"}, []string{"--builder", "no image to lock has platform linux/arm64 (they have linux/amd64)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

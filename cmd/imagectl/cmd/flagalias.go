@@ -1,6 +1,9 @@
 package cmd
 
 import (
+	"fmt"
+	"sort"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -16,4 +19,26 @@ func flagAliases(cmd *cobra.Command, aliases map[string]string) {
 		}
 		return prev(f, name)
 	})
+}
+
+// deprecateFlags keeps the flags of an earlier release's spelling working,
+// hidden from help, and says on stderr what replaces one when it is used
+// (instead[name]). Cobra's own deprecation notice would go to stdout, which
+// is the machine output's. Call it after cmd.RunE is set.
+func deprecateFlags(cmd *cobra.Command, instead map[string]string) {
+	names := make([]string, 0, len(instead))
+	for n := range instead {
+		_ = cmd.Flags().MarkHidden(n)
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		for _, n := range names {
+			if c.Flags().Changed(n) {
+				fmt.Fprintf(c.ErrOrStderr(), "Flag --%s has been deprecated, use %s\n", n, instead[n])
+			}
+		}
+		return run(c, args)
+	}
 }

@@ -15,7 +15,7 @@ func newMonitoringCmd() *cobra.Command {
 		Short: "Prometheus rules, a PrometheusRule and a Grafana dashboard for the GPU fleet and imagectl's releases",
 		Long: `Monitoring renders what a Prometheus and Grafana stack needs to watch the GPUs the
 images run on (NVIDIA dcgm-exporter's metrics) and imagectl's own releases (the
-metrics imagectl release and imagectl scan --releases write with --metrics-file or
+metrics imagectl release and imagectl scan releases write with --metrics-file or
 --pushgateway). docs/monitoring.md wires them and says what each alert means.`,
 		Example: `  imagectl monitoring render --out /tmp/imagectl-monitoring`,
 	}
@@ -40,7 +40,7 @@ func newMonitoringRenderCmd() *cobra.Command {
 
 The rules alert on NVIDIA dcgm-exporter's metrics (a GPU hot or critical, allocated
 but idle, framebuffer nearly full, an XID error) and on the metrics imagectl release
-and imagectl scan --releases write with --metrics-file or --pushgateway (a stale or
+and imagectl scan releases write with --metrics-file or --pushgateway (a stale or
 failed release, a failed or missing daily re-scan, a new fixable critical). Each
 threshold is a flag; docs/monitoring.md says what each alert means and what to do.
 The paths written are printed on stdout.`,

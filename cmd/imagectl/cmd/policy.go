@@ -27,6 +27,7 @@ func newPolicyRenderCmd() *cobra.Command {
 		sf                       specFlags
 		format, key, verifierKey string
 		outPath, policyName      string
+		output                   string
 		repos, images            []string
 		requireVuln              bool
 		vulnMaxAge               time.Duration
@@ -50,11 +51,11 @@ finished within --vuln-max-age.
 
 Public keys only: the policies check no transparency log, Fulcio or TUF, so
 they work in an air-gapped cluster. The YAML goes to stdout, or atomically to
-the file -o names. docs/security.md says how to install each engine and apply
+the file --output-file names. docs/security.md says how to install each engine and apply
 the policy. Paths are spec files or directories (the default is specs/);
 --repo adds repositories, and alone needs no spec.`,
 		Example: `  imagectl policy render --format policy-controller > cip.yaml
-  imagectl policy render specs/pytorch.hcl --format kyverno --key keys/cosign.pub --verifier-key keys/verifier.pub -o kyverno-policy.yaml
+  imagectl policy render specs/pytorch.hcl --format kyverno --key keys/cosign.pub --verifier-key keys/verifier.pub --output-file kyverno-policy.yaml
   imagectl policy render --format kyverno --image demo --var registry=registry.example:5000
   imagectl policy render --format policy-controller --repo registry.example/ml/pytorch --require-vuln-scan --vuln-max-age 48h
   kubectl apply -f <(imagectl policy render --format policy-controller)`,
@@ -69,9 +70,17 @@ the policy. Paths are spec files or directories (the default is specs/);
 			if cmd.Flags().Changed("vuln-max-age") && !requireVuln {
 				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--vuln-max-age needs --require-vuln-scan"))
 			}
-			switch outPath {
-			case "json", "yaml", "human":
-				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("-o %q: -o names the file to write; the format is --format", outPath))
+			switch output {
+			case "yaml", "":
+			case "json", "human":
+				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("-o %q: policy render writes yaml (what kubectl apply reads); the policy's kind is --format", output))
+			default:
+				// The spelling of an earlier release: -o FILE.
+				if outPath != "" {
+					return exitcode.Wrap(exitcode.Usage, fmt.Errorf("-o %q: want yaml; the file is --output-file", output))
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "-o FILE is deprecated, use --output-file %s\n", output)
+				outPath = output
 			}
 			if err := policy.CheckName(policyName); err != nil {
 				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("--name: %w", err))
@@ -104,7 +113,8 @@ the policy. Paths are spec files or directories (the default is specs/);
 	fl.StringArrayVar(&images, "image", nil, "cover only this image of the specs (repeatable); the default is every image")
 	fl.BoolVar(&requireVuln, "require-vuln-scan", false, "also require a vulnerability attestation by the signer key")
 	fl.DurationVar(&vulnMaxAge, "vuln-max-age", 168*time.Hour, "with --require-vuln-scan: the oldest scan admitted")
-	fl.StringVarP(&outPath, "output", "o", "", "write the policy to this file (atomically) instead of stdout")
+	fl.StringVarP(&output, "output", "o", "yaml", "output format: yaml")
+	fl.StringVar(&outPath, "output-file", "", "write the policy to this file (atomically) instead of stdout")
 	fl.StringVar(&policyName, "name", policy.DefaultName, "the policy's metadata.name")
 	return cmd
 }

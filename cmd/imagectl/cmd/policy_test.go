@@ -46,10 +46,12 @@ func TestPolicyRender(t *testing.T) {
 			"- glob: registry.example/ml/pytorch:*", ""},
 		{"vuln scan", append([]string{"policy", "render", "--format", "kyverno", "--repo", "registry.example/ml/pytorch", "--require-vuln-scan", "--vuln-max-age", "36h"}, keys...), 0,
 			"value: 36h", ""},
-		{"to a file", append([]string{"policy", "render", "--format", "policy-controller", "--repo", "registry.example/ml/pytorch", "-o", out}, keys...), 0, "", ""},
+		{"to a file", append([]string{"policy", "render", "--format", "policy-controller", "--repo", "registry.example/ml/pytorch", "--output-file", out}, keys...), 0, "", ""},
+		{"to a file, the old spelling", append([]string{"policy", "render", "--format", "policy-controller", "--repo", "registry.example/ml/pytorch", "-o", out + ".old"}, keys...), 0, "", "-o FILE is deprecated, use --output-file"},
+		{"-o yaml", append([]string{"policy", "render", "--format", "kyverno", "--repo", "r.example/x", "-o", "yaml"}, keys...), 0, "kind: ClusterPolicy", ""},
 		{"no format", append([]string{"policy", "render", "--repo", "registry.example/ml/pytorch"}, keys...), 2, "", "format"},
 		{"unknown format", append([]string{"policy", "render", "--format", "opa", "--repo", "r.example/x"}, keys...), 2, "", `unknown policy format "opa"`},
-		{"-o json", append([]string{"policy", "render", "--format", "kyverno", "--repo", "r.example/x", "-o", "json"}, keys...), 2, "", "-o names the file"},
+		{"-o json", append([]string{"policy", "render", "--format", "kyverno", "--repo", "r.example/x", "-o", "json"}, keys...), 2, "", "policy render writes yaml"},
 		{"max age alone", append([]string{"policy", "render", "--format", "kyverno", "--repo", "r.example/x", "--vuln-max-age", "1h"}, keys...), 2, "", "needs --require-vuln-scan"},
 		{"bad repo", append([]string{"policy", "render", "--format", "kyverno", "--repo", "r.example/X:tag"}, keys...), 2, "", `--repo: release repository "r.example/X:tag"`},
 		{"missing key", []string{"policy", "render", "--format", "kyverno", "--repo", "r.example/x", "--key", "nope.pub", "--verifier-key", ver}, 1, "", "nope.pub"},
@@ -68,8 +70,10 @@ func TestPolicyRender(t *testing.T) {
 			}
 		})
 	}
-	b, err := os.ReadFile(out)
-	if err != nil || !strings.Contains(string(b), "kind: ClusterImagePolicy") {
-		t.Errorf("-o %s wrote %q, %v; want the ClusterImagePolicy", out, b, err)
+	for _, p := range []string{out, out + ".old"} {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "kind: ClusterImagePolicy") {
+			t.Errorf("--output-file %s wrote %q, %v; want the ClusterImagePolicy", p, b, err)
+		}
 	}
 }

@@ -53,7 +53,7 @@ func newReleaseCmd() *cobra.Command {
 	var f releaseFlags
 	cmd := &cobra.Command{
 		Use:   "release [specs...] [--image NAME]",
-		Short: "Run the whole pipeline per image: lock check, build, sign, verify, promote",
+		Short: "Run the whole pipeline per image: lock check, build, sign, verify, scan (--db), promote",
 		Long: `Release runs, for each concrete image of the specs: the lock check (the lock in
 --images must match the spec; --lock-missing resolves one that does not exist),
 the build (pushed by digest to the staging repository), signing with the lock,
@@ -71,10 +71,12 @@ An image stops at its first failing stage, named in the table; the others go on.
 A re-run skips what is done: BuildKit's cache makes the build a no-op, and a
 digest already signed or verified is not signed or verified again.
 
-With --db, each single-platform image is scanned after sign and verify (its
-signed SBOM against the vulnerability database, images/NAME/vex.json applied)
-and the result is signed as its vuln attestation; promotion then gates on the
-spec's policy { vulnerabilities { ... } } (docs/security.md).
+With --db, a scan stage runs between verify and promote: each image (of an
+image index, each platform image) is scanned (its signed SBOM against the
+vulnerability database, images/NAME/vex.json applied) and the result is signed
+as its vuln attestation; promotion then gates on the spec's
+policy { vulnerabilities { ... } } (docs/security.md). The scan stage is never
+resumed: a rerun scans again with the database it is given.
 
 Both keys are opened, and checked against their public halves (--pub,
 --verifier-pub), before the first build. The signing key's password comes from
@@ -141,56 +143,68 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.key == "" || f.verifierKey == "" {
-		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("release signs and verifies: --key and --verifier-key are required"))
-	}
 	imgs, err := loadImages(cmd, f.spec, args, f.images)
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	// Both keys are opened and checked against their public halves before
-	// the first build: a wrong password or key fails now, not after it.
-	signer, err := openKey(ctx, "--key", f.key, pubFor(f.pub, f.key), sign.PasswordFromEnv, sign.PasswordEnv+" or $"+sign.CosignPasswordEnv)
+	cfg, closeAll, err := f.config(cmd, imgs)
 	if err != nil {
 		return err
+	}
+	defer closeAll()
+	stages, err := release.NewReal(cfg)
+	if err != nil {
+		return exitcode.Wrap(exitcode.Usage, err)
+	}
+	outcomes, runErr := release.Run(cmd.Context(), imgs, stages, release.WithJobs(f.jobs),
+		release.WithPromote(!f.noPromote), release.WithProgress(releaseProgress(cmd.ErrOrStderr())))
+	// The results first: a metrics failure must not hide them. The
+	// release's own failure decides the exit code; then the output's, then
+	// the metrics'.
+	outErr := writeReleaseOutcomes(cmd.OutOrStdout(), outcomes, asJSON)
+	metricsErr := release.WriteMetrics(cmd.Context(), f.metricsFile, f.pushgateway, outcomes, time.Now())
+	return errors.Join(runErr, outErr, metricsErr)
+}
+
+// config opens both keys (checked against their public halves before the
+// first build: a wrong password or key fails now, not after it), dials the
+// builders and selects the verify runtime. closeAll closes the builders.
+func (f *releaseFlags) config(cmd *cobra.Command, imgs []spec.Image) (_ release.Config, closeAll func(), err error) {
+	if f.key == "" || f.verifierKey == "" {
+		return release.Config{}, nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("release signs and verifies: --key and --verifier-key are required"))
+	}
+	ctx := cmd.Context()
+	signer, err := openKey(ctx, "--key", f.key, pubFor(f.pub, f.key), sign.PasswordFromEnv, sign.PasswordEnv+" or $"+sign.CosignPasswordEnv)
+	if err != nil {
+		return release.Config{}, nil, err
 	}
 	verifier, err := openKey(ctx, "--verifier-key", f.verifierKey, pubFor(f.verifierPub, f.verifierKey), sign.VerifierPasswordFromEnv,
 		sign.VerifierPasswordEnv+" (or the signing key's $"+sign.PasswordEnv+", $"+sign.CosignPasswordEnv+")")
 	if err != nil {
-		return err
+		return release.Config{}, nil, err
+	}
+	rt, err := f.verifyRuntimeOf(cmd, imgs)
+	if err != nil {
+		return release.Config{}, nil, err
 	}
 	c, err := f.builders.dial(ctx, build.Addr(f.addr), 10*time.Second)
 	if err != nil {
-		return err
+		return release.Config{}, nil, err
 	}
-	defer c.Close()
 	blopts, bbopts, closeBuilders, err := f.builders.releaseOptions(ctx, imgs, build.Addr(f.addr), 10*time.Second)
 	if err != nil {
-		return err
-	}
-	defer closeBuilders()
-	sel, err := release.SelectVerifyRuntime(ctx, f.runtime, runtimes.WithStorage(f.storage), runtimes.WithContainerdAddress(f.containerd),
-		runtimes.WithContainerd(containerd.WithTLS(accessOf(cmd).TLSConfig())), runtimes.WithKubernetes(f.kube.options()...))
-	if err != nil {
-		return err
-	}
-	printRuntime(cmd.ErrOrStderr(), "release: verify", sel.Kind, sel.Reason)
-	if sel.Kind == verify.RuntimeKubernetes && f.kube.claim != "" {
-		if err := release.CheckSharedFingerprints(imgs, f.jobs); err != nil {
-			return exitcode.Wrap(exitcode.Usage, err)
-		}
+		c.Close()
+		return release.Config{}, nil, err
 	}
 	access := accessOf(cmd)
 	bopts := append([]build.Option{build.WithCacheFrom(f.cacheFrom...), build.WithCacheTo(f.cacheTo...), build.WithAccess(access)}, bbopts...)
 	if f.initPath != "" {
 		bopts = append(bopts, build.WithInit(f.initPath))
 	}
-	lopts := append(lockOptions(cmd, build.Addr(f.addr), nil), blopts...)
-	stages, err := release.NewReal(release.Config{
+	return release.Config{
 		ImagesDir:               f.imagesDir,
 		LockMissing:             f.lockMissing,
-		LockOptions:             lopts,
+		LockOptions:             append(lockOptions(cmd, build.Addr(f.addr), nil), blopts...),
 		Buildkit:                c,
 		BuildOptions:            bopts,
 		BuildStatus:             buildStatus(cmd.ErrOrStderr(), f),
@@ -199,7 +213,7 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		PublicKey:               pubFor(f.pub, f.key),
 		VerifierSignOptions:     []sign.Option{sign.WithSigner(verifier)},
 		VerifierPublicKey:       pubFor(f.verifierPub, f.verifierKey),
-		VerifyRuntime:           sel.Runtime,
+		VerifyRuntime:           rt,
 		RequireContainerRuntime: f.requireContainer,
 		SkipPlatforms:           f.skipPlatforms,
 		Month:                   f.month,
@@ -208,44 +222,39 @@ func runRelease(cmd *cobra.Command, args []string, f *releaseFlags) error {
 		ScanOptions:             []scan.Option{scan.WithMaxDBAge(f.scan.maxDBAge)},
 		VulnPolicies:            imgs,
 		SupportMonths:           supportMonths(imgs),
-	})
+	}, func() { closeBuilders(); c.Close() }, nil
+}
+
+// verifyRuntimeOf selects the verify runtime the flags name and prints
+// which one and why on stderr.
+func (f *releaseFlags) verifyRuntimeOf(cmd *cobra.Command, imgs []spec.Image) (release.VerifyRuntime, error) {
+	sel, err := release.SelectVerifyRuntime(cmd.Context(), f.runtime, runtimes.WithStorage(f.storage), runtimes.WithContainerdAddress(f.containerd),
+		runtimes.WithContainerd(containerd.WithTLS(accessOf(cmd).TLSConfig())), runtimes.WithKubernetes(f.kube.options()...))
 	if err != nil {
-		return exitcode.Wrap(exitcode.Usage, err)
+		return nil, err
 	}
-	progress := func(e release.Event) {
+	printRuntime(cmd.ErrOrStderr(), "release: verify", sel.Kind, sel.Reason)
+	if sel.Kind == verify.RuntimeKubernetes && f.kube.claim != "" {
+		if err := release.CheckSharedFingerprints(imgs, f.jobs); err != nil {
+			return nil, exitcode.Wrap(exitcode.Usage, err)
+		}
+	}
+	return sel.Runtime, nil
+}
+
+// releaseProgress renders release.Run's stage events on w: a line when a
+// stage starts, fails or was found done.
+func releaseProgress(w io.Writer) func(release.Event) {
+	return func(e release.Event) {
 		switch {
 		case e.Start:
-			fmt.Fprintf(cmd.ErrOrStderr(), "==> %s: %s\n", e.Image, e.Stage)
+			fmt.Fprintf(w, "==> %s: %s\n", e.Image, e.Stage)
 		case e.Err != nil:
-			fmt.Fprintf(cmd.ErrOrStderr(), "==> %s: %s FAILED after %s\n", e.Image, e.Stage, e.Elapsed.Round(time.Millisecond))
+			fmt.Fprintf(w, "==> %s: %s FAILED after %s\n", e.Image, e.Stage, e.Elapsed.Round(time.Millisecond))
 		case e.Resumed:
-			fmt.Fprintf(cmd.ErrOrStderr(), "==> %s: %s already done\n", e.Image, e.Stage)
+			fmt.Fprintf(w, "==> %s: %s already done\n", e.Image, e.Stage)
 		}
 	}
-	outcomes, runErr := release.Run(ctx, imgs, stages, release.WithJobs(f.jobs),
-		release.WithPromote(!f.noPromote), release.WithProgress(progress))
-	// The results first: a metrics failure must not hide them.
-	var outErr error
-	if asJSON {
-		outErr = writeJSON(cmd.OutOrStdout(), releaseJSON(outcomes))
-	} else {
-		outErr = writeReleaseTable(cmd.OutOrStdout(), outcomes)
-	}
-	var metricsErr error
-	now := time.Now()
-	if f.metricsFile != "" {
-		if err := release.WriteTextfile(f.metricsFile, outcomes, now); err != nil {
-			metricsErr = fmt.Errorf("writing the metrics to %s: %w", f.metricsFile, err)
-		}
-	}
-	if f.pushgateway != "" {
-		if err := release.Push(ctx, f.pushgateway, outcomes, now); err != nil {
-			metricsErr = errors.Join(metricsErr, fmt.Errorf("pushing the metrics to %s: %w", f.pushgateway, err))
-		}
-	}
-	// The release's own failure decides the exit code; then the output's,
-	// then the metrics'.
-	return errors.Join(runErr, outErr, metricsErr)
 }
 
 // openKey opens the private key of flag at path with the password that
@@ -340,42 +349,15 @@ func buildkitVersion(cmd *cobra.Command, c *client.Client) string {
 	return info.BuildkitVersion.Version
 }
 
-type releaseRow struct {
-	Image         string                    `json:"image"`
-	Ref           string                    `json:"ref,omitempty"`
-	Digest        string                    `json:"digest,omitempty"`
-	Previous      string                    `json:"previous,omitempty"`
-	Size          int64                     `json:"size,omitempty"`
-	Layers        int                       `json:"layers,omitempty"`
-	ChangedLayers int                       `json:"changed_layers"`
-	DeltaBytes    int64                     `json:"delta_bytes"`
-	Verify        *verify.Result            `json:"verify,omitempty"`
-	Platforms     []release.PlatformOutcome `json:"platforms,omitempty"`
-	Reference     string                    `json:"reference,omitempty"`
-	Tags          []string                  `json:"tags,omitempty"`
-	Changelog     string                    `json:"changelog,omitempty"`
-	Resumed       []string                  `json:"resumed,omitempty"`
-	FailedStage   string                    `json:"failed_stage,omitempty"`
-	Error         string                    `json:"error,omitempty"`
-	Seconds       map[string]float64        `json:"seconds"`
-}
-
-func releaseJSON(outcomes []release.Outcome) []releaseRow {
-	rows := make([]releaseRow, 0, len(outcomes))
-	for _, oc := range outcomes {
-		r := releaseRow{Image: oc.Image, Ref: oc.Ref, Digest: oc.Digest, Previous: oc.Previous, Size: oc.Size, Layers: oc.Layers,
-			ChangedLayers: oc.Changed, DeltaBytes: oc.Delta, Verify: oc.Result, Platforms: oc.Platforms,
-			Reference: oc.Promoted.Reference, Tags: oc.Promoted.Tags, Changelog: oc.Promoted.Changelog,
-			Resumed: oc.Resumed, FailedStage: oc.FailedStage, Seconds: map[string]float64{}}
-		if oc.Err != nil {
-			r.Error = oc.Err.Error()
-		}
-		for s, d := range oc.Durations {
-			r.Seconds[s] = d.Seconds()
-		}
-		rows = append(rows, r)
+// writeReleaseOutcomes writes the outcomes as JSON rows or as a table.
+func writeReleaseOutcomes(w io.Writer, outcomes []release.Outcome, asJSON bool) error {
+	if !asJSON {
+		return writeReleaseTable(w, outcomes)
 	}
-	return rows
+	if outcomes == nil {
+		outcomes = []release.Outcome{}
+	}
+	return writeJSON(w, outcomes)
 }
 
 func writeReleaseTable(w io.Writer, outcomes []release.Outcome) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"imagectl/internal/monitoring"
 	"imagectl/internal/scan"
 	"imagectl/internal/scan/report"
-	"imagectl/internal/sign"
 )
 
 // scanFlags are the database and VEX flags of the commands that scan.
@@ -31,7 +31,6 @@ func (f *scanFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.db, "db", "", "vulnerability database: a grype v6 directory, a grype archive (.tar.gz/.tar.zst), or an OCI artifact REGISTRY/REPO@sha256:... (or :tag)")
 	cmd.Flags().DurationVar(&f.maxDBAge, "max-db-age", scan.DefaultMaxDBAge, "refuse a database built longer ago than this")
 	cmd.Flags().StringVar(&f.cacheDir, "db-cache", "", "where imported database archives are unpacked (default $XDG_CACHE_HOME/imagectl/vulndb)")
-	cmd.Flags().StringSliceVar(&f.vex, "vex", nil, "OpenVEX document(s) whose not_affected/fixed statements suppress findings (repeatable)")
 }
 
 func (f *scanFlags) options(cmd *cobra.Command) ([]scan.Option, error) {
@@ -54,18 +53,12 @@ func (f *scanFlags) options(cmd *cobra.Command) ([]scan.Option, error) {
 
 func newScanCmd() *cobra.Command {
 	var (
-		sf       scanFlags
-		sign     signFlags
-		out      outputFlag
-		pubKey   string
+		rf       rescanFlags
 		attest   bool
 		releases string
-		metrics  metricsFlags
-		specs    []string
-		spf      specFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "scan IMAGE@DIGEST | --releases IMAGES_DIR",
+		Use:   "scan IMAGE@DIGEST",
 		Short: "Match an image's signed SBOM against an offline vulnerability database (grype)",
 		Long: `Scan verifies IMAGE@DIGEST's CycloneDX SBOM attestation with --key (the
 signer's public key: cosign verify-attestation --type cyclonedx), then matches
@@ -86,74 +79,52 @@ With --attest and --signing-key the result is signed as cosign's vuln
 attestation (` + scan.VulnPredicateType + `):
   cosign verify-attestation --key cosign.pub --insecure-ignore-tlog --type vuln IMAGE@DIGEST
 
---releases IMAGES_DIR is the daily re-scan of what users pinned: every
-promoted digest of images/*/releases.json (in its release repository; of an
-image index, each platform image) is scanned with today's database (each image's images/NAME/vex.json applied),
-the new result is attested (--signing-key), and what is new since the last
-signed scan is printed per image and month. A release whose support window
-has ended (support_end in the release file) is listed as out of support and
-neither scanned nor attested again. With --spec, the images'
-policy { vulnerabilities { ... } } decide: exit 5 when anything new breaks
-one, 0 otherwise. --metrics-file (node_exporter's textfile collector) or
---pushgateway gets the findings by severity, the new ones, and whether the
-re-scan went through: the metrics imagectl monitoring render's rules alert on
-(docs/monitoring.md).`,
+imagectl scan releases IMAGES_DIR is the daily re-scan of what users pinned.`,
 		Example: `  imagectl scan reg/imagectl/demo@sha256:... --key keys/cosign.pub --db reg/imagectl/grype-db:latest
   imagectl scan reg/imagectl/demo@sha256:... --key keys/cosign.pub --db ./vulnerability-db_v6.1.10.tar.zst -o json
   imagectl scan reg/imagectl/demo@sha256:... --key keys/cosign.pub --db DB --vex images/demo/vex.json \
       --attest --signing-key keys/cosign.key
-  imagectl scan --releases images/ --spec specs/ --db reg/imagectl/grype-db:latest \
+  imagectl scan releases images/ --spec specs/ --db reg/imagectl/grype-db:latest \
       --key keys/cosign.pub --signing-key keys/cosign.key \
       --metrics-file /var/lib/node_exporter/textfile/imagectl-rescan.prom   # the daily job`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var ref name.Digest
-			if releases == "" && (metrics.file != "" || metrics.pushgateway != "") {
-				return exitcode.Wrap(exitcode.Usage, errors.New("--metrics-file and --pushgateway are for --releases"))
-			}
-			if releases != "" {
+			if releases != "" { // the spelling of an earlier release
 				if len(args) > 0 {
 					return exitcode.Wrap(exitcode.Usage, errors.New("--releases takes no IMAGE@DIGEST"))
 				}
-			} else {
-				if len(args) != 1 {
-					return exitcode.Wrap(exitcode.Usage, errors.New("want IMAGE@DIGEST, or --releases IMAGES_DIR"))
-				}
-				var err error
-				if ref, err = parseDigest(args[0]); err != nil {
-					return err
-				}
+				return runRescan(cmd, releases, &rf)
 			}
-			asJSON, err := out.json()
+			if rf.metrics.file != "" || rf.metrics.pushgateway != "" {
+				return exitcode.Wrap(exitcode.Usage, errors.New("--metrics-file and --pushgateway are for imagectl scan releases"))
+			}
+			if len(args) != 1 {
+				return exitcode.Wrap(exitcode.Usage, errors.New("want IMAGE@DIGEST (or imagectl scan releases IMAGES_DIR)"))
+			}
+			ref, err := parseDigest(args[0])
 			if err != nil {
 				return err
 			}
-			opts, err := sf.options(cmd)
+			asJSON, err := rf.out.json()
 			if err != nil {
 				return err
 			}
-			var rs *rescan
-			if releases != "" {
-				if rs, err = prepareRescan(cmd, releases, pubKey, &sf, &sign, spf, specs); err != nil {
-					return err
-				}
-				rs.metrics = metrics
+			opts, err := rf.scan.options(cmd)
+			if err != nil {
+				return err
 			}
 			ctx := cmd.Context()
-			db, err := scan.OpenDB(ctx, sf.db, opts...)
+			db, err := scan.OpenDB(ctx, rf.scan.db, opts...)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			if rs != nil {
-				return rs.run(cmd, db, asJSON, opts)
-			}
-			r, err := scan.Image(ctx, ref, pubKey, db, opts...)
+			r, err := scan.Image(ctx, ref, rf.pubKey, db, opts...)
 			if err != nil {
 				return err
 			}
 			if attest {
-				signOpts, err := sign.options(cmd, cmd.InOrStdin())
+				signOpts, err := rf.sign.options(cmd, cmd.InOrStdin())
 				if err != nil {
 					return err
 				}
@@ -170,18 +141,15 @@ re-scan went through: the metrics imagectl monitoring render's rules alert on
 			return r.WriteTable(cmd.OutOrStdout())
 		},
 	}
-	sf.add(cmd)
-	addOutputFlag(cmd, &out)
-	cmd.Flags().StringVar(&pubKey, "key", "keys/cosign.pub", "the signer's public key: the SBOM attestation must verify with it")
+	rf.add(cmd)
+	cmd.Flags().StringSliceVar(&rf.scan.vex, "vex", nil, "OpenVEX document(s) whose not_affected/fixed statements suppress findings (repeatable)")
 	cmd.Flags().BoolVar(&attest, "attest", false, "sign the result as a vuln attestation of the image (needs --signing-key or --kms)")
-	cmd.Flags().StringVar(&sign.key, "signing-key", "", "cosign private key for --attest (password from $IMAGECTL_SIGNING_PASSWORD, $COSIGN_PASSWORD or --password-stdin)")
-	cmd.Flags().StringVar(&sign.kms, "kms", "", "KMS key URI for --attest instead of --signing-key")
-	cmd.Flags().BoolVar(&sign.passwordStdin, "password-stdin", false, "read the signing key password from the first line of stdin")
 	cmd.Flags().StringVar(&releases, "releases", "", "re-scan every promoted digest of IMAGES_DIR/*/releases.json and attest the results (needs --signing-key)")
-	cmd.Flags().StringVar(&metrics.file, "metrics-file", "", "with --releases: write Prometheus metrics here (textfile collector format)")
-	cmd.Flags().StringVar(&metrics.pushgateway, "pushgateway", "", "with --releases: push the metrics to this Pushgateway URL (job "+monitoring.JobRescan+")")
-	cmd.Flags().StringSliceVar(&specs, "spec", nil, "with --releases: spec file(s) or directory whose policy { vulnerabilities { ... } } decide the exit code")
-	spf.add(cmd)
+	deprecateFlags(cmd, map[string]string{"releases": "imagectl scan releases IMAGES_DIR"})
+	for _, n := range []string{"metrics-file", "pushgateway", "spec"} { // only with --releases
+		_ = cmd.Flags().MarkHidden(n)
+	}
+	cmd.AddCommand(newScanReleasesCmd())
 	cmd.AddCommand(newPushDBCmd())
 	return cmd
 }
@@ -194,7 +162,7 @@ func newPushDBCmd() *cobra.Command {
 download on a machine with internet access) to check it is a database, then
 pushes it to REF as an OCI artifact: one layer, the archive; the manifest's
 annotations name its build date and schema. The digest is printed on stdout.
-imagectl mirror --artifact copies it to another registry by digest.`,
+imagectl mirror artifact copies it to another registry by digest.`,
 		Example: `  imagectl scan push-db vulnerability-db_v6.1.10_2026-12-01T05:00:00Z_1764565200.tar.zst reg/platform/grype-db:latest`,
 		Args:    usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -212,16 +180,62 @@ imagectl mirror --artifact copies it to another registry by digest.`,
 	}
 }
 
-// rescan is scan --releases: the daily re-scan of IMAGES_DIR's promoted
-// digests, its flags read.
-type rescan struct {
-	dir, pubKey string
-	signOpts    []sign.Option
-	policies    map[string]report.Policy
-	metrics     metricsFlags
+// rescanFlags are the flags of scan releases (and of scan, which shares
+// all but the metrics and the specs).
+type rescanFlags struct {
+	scan    scanFlags
+	sign    signFlags
+	out     outputFlag
+	pubKey  string
+	metrics metricsFlags
+	specs   []string
+	spec    specFlags
 }
 
-// metricsFlags are where scan --releases sends its metrics.
+func (f *rescanFlags) add(cmd *cobra.Command) {
+	f.scan.add(cmd)
+	addOutputFlag(cmd, &f.out)
+	fl := cmd.Flags()
+	fl.StringVar(&f.pubKey, "key", "keys/cosign.pub", "the signer's public key: the SBOM attestation must verify with it")
+	fl.StringVar(&f.sign.key, "signing-key", "", "cosign private key that signs the vuln attestations (password from $IMAGECTL_SIGNING_PASSWORD, $COSIGN_PASSWORD or --password-stdin)")
+	fl.StringVar(&f.sign.kms, "kms", "", "KMS key URI instead of --signing-key")
+	fl.BoolVar(&f.sign.passwordStdin, "password-stdin", false, "read the signing key password from the first line of stdin")
+	fl.StringVar(&f.metrics.file, "metrics-file", "", "re-scan: write Prometheus metrics here (textfile collector format)")
+	fl.StringVar(&f.metrics.pushgateway, "pushgateway", "", "re-scan: push the metrics to this Pushgateway URL (job "+monitoring.JobRescan+")")
+	fl.StringSliceVar(&f.specs, "spec", nil, "re-scan: spec file(s) or directory whose policy { vulnerabilities { ... } } decide the exit code")
+	f.spec.add(cmd)
+}
+
+func newScanReleasesCmd() *cobra.Command {
+	var f rescanFlags
+	cmd := &cobra.Command{
+		Use:   "releases IMAGES_DIR",
+		Short: "Re-scan every promoted release with today's database and attest the results (the daily job)",
+		Long: `Releases is the daily re-scan of what users pinned: every promoted digest of
+IMAGES_DIR/*/releases.json (in its release repository; of an image index, each
+platform image) is scanned with today's database (each image's
+images/NAME/vex.json applied), the new result is attested (--signing-key), and
+what is new since the last signed scan is printed per image and month. A
+release whose support window has ended (support_end in the release file) is
+listed as out of support and neither scanned nor attested again. With --spec,
+the images' policy { vulnerabilities { ... } } decide: exit 5 when anything
+new breaks one, 0 otherwise. --metrics-file (node_exporter's textfile
+collector) or --pushgateway gets the findings by severity, the new ones, and
+whether the re-scan went through: the metrics imagectl monitoring render's
+rules alert on (docs/monitoring.md).`,
+		Example: `  imagectl scan releases images/ --spec specs/ --db reg/imagectl/grype-db:latest \
+      --key keys/cosign.pub --signing-key keys/cosign.key \
+      --metrics-file /var/lib/node_exporter/textfile/imagectl-rescan.prom   # the daily job
+  imagectl scan releases images/ --db ./vulnerability-db_v6.1.10.tar.zst --key keys/cosign.pub \
+      --signing-key keys/cosign.key -o json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error { return runRescan(cmd, args[0], &f) },
+	}
+	f.add(cmd)
+	return cmd
+}
+
+// metricsFlags are where scan releases sends its metrics.
 type metricsFlags struct{ file, pushgateway string }
 
 // write sends the re-scan's metrics (res, and err as the re-scan's
@@ -242,21 +256,29 @@ func (m metricsFlags) write(ctx context.Context, res []scan.Rescan, err error) e
 	return errors.Join(errs...)
 }
 
-// prepareRescan reads what scan --releases needs besides the database: the
-// signing options and the specs' vulnerability policies.
-func prepareRescan(cmd *cobra.Command, dir, pubKey string, sf *scanFlags, sign *signFlags, spf specFlags, specs []string) (*rescan, error) {
-	if len(sf.vex) > 0 {
-		return nil, exitcode.Wrap(exitcode.Usage, errors.New("--releases applies each image's images/NAME/vex.json; --vex is for one image"))
+// runRescan re-scans dir's releases with the database and prints what is
+// new, as a table or as JSON.
+func runRescan(cmd *cobra.Command, dir string, f *rescanFlags) error {
+	if len(f.scan.vex) > 0 {
+		return exitcode.Wrap(exitcode.Usage, errors.New("the re-scan applies each image's images/NAME/vex.json; --vex is for one image"))
 	}
-	signOpts, err := sign.options(cmd, cmd.InOrStdin())
+	asJSON, err := f.out.json()
 	if err != nil {
-		return nil, err
+		return err
+	}
+	opts, err := f.scan.options(cmd)
+	if err != nil {
+		return err
+	}
+	signOpts, err := f.sign.options(cmd, cmd.InOrStdin())
+	if err != nil {
+		return err
 	}
 	policies := map[string]report.Policy{}
-	if len(specs) > 0 {
-		imgs, err := loadImages(cmd, spf, specs, nil)
+	if len(f.specs) > 0 {
+		imgs, err := loadImages(cmd, f.spec, f.specs, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, img := range imgs {
 			if v := img.Policy.Vulnerabilities; v != nil {
@@ -264,15 +286,15 @@ func prepareRescan(cmd *cobra.Command, dir, pubKey string, sf *scanFlags, sign *
 			}
 		}
 	}
-	return &rescan{dir: dir, pubKey: pubKey, signOpts: signOpts, policies: policies}, nil
-}
-
-// run re-scans with db and prints what is new, as a table or as JSON.
-func (rs *rescan) run(cmd *cobra.Command, db *scan.DB, asJSON bool, opts []scan.Option) error {
-	res, err := scan.Releases(cmd.Context(), rs.dir, rs.pubKey, db, rs.policies, rs.signOpts, opts...)
+	db, err := scan.OpenDB(cmd.Context(), f.scan.db, opts...)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := scan.Releases(cmd.Context(), dir, f.pubKey, db, policies, signOpts, opts...)
 	// The metrics say whether the re-scan went through: written also when
 	// it did not (a metrics failure never hides the re-scan's own).
-	if merr := rs.metrics.write(cmd.Context(), res, err); merr != nil {
+	if merr := f.metrics.write(cmd.Context(), res, err); merr != nil {
 		err = errors.Join(err, merr)
 	}
 	var be *scan.BreaksPolicyError
@@ -288,7 +310,14 @@ func (rs *rescan) run(cmd *cobra.Command, db *scan.DB, asJSON bool, opts []scan.
 		}
 		return err
 	}
-	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	if werr := writeRescanTable(cmd.OutOrStdout(), res); werr != nil {
+		return werr
+	}
+	return err
+}
+
+func writeRescanTable(out io.Writer, res []scan.Rescan) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "IMAGE\tMONTH\tDIGEST\tFINDINGS\tNEW\tBREAKING")
 	for _, r := range res {
 		var ids []string
@@ -309,8 +338,5 @@ func (rs *rescan) run(cmd *cobra.Command, db *scan.DB, asJSON bool, opts []scan.
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\n", r.Image, r.Month, digest, r.Findings, newCol, len(r.Breaking))
 	}
-	if werr := w.Flush(); werr != nil {
-		return werr
-	}
-	return err
+	return w.Flush()
 }

@@ -49,7 +49,7 @@ func TestMalformedNetrc(t *testing.T) {
 		t.Fatal(err)
 	}
 	specs := "../../../specs/demo.hcl"
-	locks := t.TempDir() // empty: lock --check reports the lock missing (3)
+	locks := t.TempDir() // empty: lock check reports the lock missing (3)
 
 	t.Run("named, offline commands", func(t *testing.T) {
 		t.Setenv("NETRC", bad)
@@ -61,9 +61,9 @@ func TestMalformedNetrc(t *testing.T) {
 	})
 	t.Run("named, network command", func(t *testing.T) {
 		t.Setenv("NETRC", bad)
-		_, code, err := execErr(t, "lock", "--check", "--dir", locks, specs)
+		_, code, err := execErr(t, "lock", "check", "--images", locks, specs)
 		if code != exitcode.Usage || err == nil || !strings.Contains(err.Error(), bad) {
-			t.Errorf("NETRC=<malformed> imagectl lock --check = %v (exit %d), want exit %d naming %s", err, code, exitcode.Usage, bad)
+			t.Errorf("NETRC=<malformed> imagectl lock check = %v (exit %d), want exit %d naming %s", err, code, exitcode.Usage, bad)
 		}
 		_, code, err = execErr(t, "--netrc", bad, "mirror", specs)
 		if code != exitcode.Usage || err == nil || !strings.Contains(err.Error(), bad) {
@@ -73,9 +73,9 @@ func TestMalformedNetrc(t *testing.T) {
 	t.Run("found in HOME", func(t *testing.T) {
 		t.Setenv("NETRC", "")
 		t.Setenv("HOME", home)
-		stderr, code, err := execErr(t, "lock", "--check", "--dir", locks, specs)
+		stderr, code, err := execErr(t, "lock", "check", "--images", locks, specs)
 		if code != exitcode.LockStale {
-			t.Errorf("imagectl lock --check with a malformed ~/.netrc = %v (exit %d), want the command to run (exit %d)", err, code, exitcode.LockStale)
+			t.Errorf("imagectl lock check with a malformed ~/.netrc = %v (exit %d), want the command to run (exit %d)", err, code, exitcode.LockStale)
 		}
 		if !strings.Contains(stderr, "ignoring the netrc") || !strings.Contains(stderr, bad) {
 			t.Errorf("stderr lacks the warning naming %s:\n%s", bad, stderr)

@@ -7,10 +7,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// versionInfo is what version reports: imagectl's version, the Go
-// toolchain, and the engines it links.
+// versionInfo is what version reports: imagectl's version, the commit it
+// was built from (when the build recorded it), the Go toolchain, and the
+// engines it links.
 type versionInfo struct {
 	Version string            `json:"version"`
+	Commit  string            `json:"commit,omitempty"`
 	Go      string            `json:"go"`
 	Engines map[string]string `json:"engines"`
 }
@@ -36,6 +38,11 @@ func newVersionCmd() *cobra.Command {
 				return fmt.Errorf("no build information in this binary")
 			}
 			v := versionInfo{Version: bi.Main.Version, Go: bi.GoVersion, Engines: map[string]string{}}
+			for _, st := range bi.Settings {
+				if st.Key == "vcs.revision" {
+					v.Commit = st.Value
+				}
+			}
 			for _, d := range bi.Deps {
 				for _, e := range engines {
 					if d.Path == e {
@@ -46,7 +53,11 @@ func newVersionCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), v)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "imagectl %s (%s)\n", v.Version, v.Go)
+			if v.Commit != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "imagectl %s (commit %s, %s)\n", v.Version, v.Commit, v.Go)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "imagectl %s (%s)\n", v.Version, v.Go)
+			}
 			for _, e := range engines {
 				if ver, ok := v.Engines[e]; ok {
 					fmt.Fprintf(cmd.OutOrStdout(), "  %s %s\n", e, ver)

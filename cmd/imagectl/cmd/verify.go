@@ -33,6 +33,7 @@ type verifyFlags struct {
 	podArgs                               []string
 	gpuCount                              int
 	containerd, ctrNamespace, snapshotter string
+	unpacks                               int
 	cdiDirs                               []string
 	jobLog                                string
 	renderJob, keep                       bool
@@ -119,6 +120,7 @@ kubelet's pull was refused with 401.`,
 	fl.StringVar(&f.containerd, "containerd-address", "", "containerd: socket (default $CONTAINERD_ADDRESS, else "+containerd.DefaultAddress+")")
 	fl.StringVar(&f.ctrNamespace, "containerd-namespace", "", "containerd: namespace for the image and the probe containers (default $CONTAINERD_NAMESPACE, else imagectl)")
 	fl.StringVar(&f.snapshotter, "snapshotter", "overlayfs", "containerd: snapshotter that unpacks the image")
+	fl.IntVar(&f.unpacks, "unpack-concurrency", containerd.DefaultUnpackConcurrency, "containerd: layers unpacked at once while pulling (1: one at a time; a snapshotter that cannot rebase, such as stargz, always unpacks one at a time)")
 	fl.StringArrayVar(&f.cdiDirs, "cdi-spec-dir", nil, "containerd: folder of CDI specs (repeatable; default /etc/cdi and /var/run/cdi)")
 	fl.StringArrayVar(&f.podArgs, "podman-arg", nil, "podman/docker: extra argument for `run` (repeatable)")
 	fl.StringVar(&f.jobLog, "job-log", "", "kubernetes: evaluate this Job log (copied back by hand; never signable) instead of running the Job")
@@ -240,7 +242,7 @@ func (f *verifyFlags) runtimeOptions(cmd *cobra.Command, ref name.Digest) []runt
 	return []runtimes.Option{
 		runtimes.WithAutoInPlace(&ref), runtimes.WithFrom(f.from), runtimes.WithPython(f.python), runtimes.WithStorage(f.storage),
 		runtimes.WithShmSize(f.shmSize), runtimes.WithGPUs(f.gpuCount), runtimes.WithContainerdAddress(f.containerd),
-		runtimes.WithContainerd(containerd.WithNamespace(f.ctrNamespace), containerd.WithSnapshotter(f.snapshotter),
+		runtimes.WithContainerd(containerd.WithNamespace(f.ctrNamespace), containerd.WithSnapshotter(f.snapshotter), containerd.WithUnpackConcurrency(f.unpacks),
 			containerd.WithCDISpecDirs(f.cdiDirs...), containerd.WithTLS(accessOf(cmd).TLSConfig())),
 		runtimes.WithPodman(podman.WithGPUMode(f.gpus), podman.WithExtraArgs(f.podArgs...)),
 		runtimes.WithKubernetes(append(f.kube.options(), kubernetes.WithKeep(f.keep), kubernetes.WithAllReduceIters(f.iters, f.warmup))...),

@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sync/semaphore"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"imagectl/internal/logs"
@@ -143,6 +144,14 @@ func (r *Runtime) prepareLocked(ctx context.Context) error {
 		containerd.WithPullSnapshotter(snap),
 		containerd.WithResolver(r.resolver(ctx)),
 	}
+	if r.o.unpacks > 1 {
+		// containerd fetches every layer at once already; with a limiter
+		// it also unpacks them at once where the snapshotter can rebase
+		// (and one at a time, logging why, where it cannot).
+		pull = append(pull, containerd.WithUnpackOpts([]containerd.UnpackOpt{
+			containerd.WithUnpackLimiter(semaphore.NewWeighted(int64(r.o.unpacks))),
+		}))
+	}
 	if snap != "overlayfs" && snap != "native" {
 		// A remote snapshotter (stargz-snapshotter) is told each layer's
 		// image and digest in the snapshot labels CRI sets, so that it can
@@ -161,7 +170,7 @@ func (r *Runtime) prepareLocked(ctx context.Context) error {
 		return fmt.Errorf("containerd pulled %s for %s", got, r.ref)
 	}
 	logs.From(ctx).Info("image pulled and unpacked into containerd", "image", r.ref.String(),
-		"seconds", fmt.Sprintf("%.2f", r.pullSeconds), "snapshotter", snap)
+		"seconds", fmt.Sprintf("%.2f", r.pullSeconds), "snapshotter", snap, "unpack_concurrency", r.o.unpacks)
 	cache, err := cdi.NewCache(cdiOptions(r.o.cdiSpecDirs)...)
 	if err != nil {
 		// Like containerd: a broken spec of one vendor does not stop

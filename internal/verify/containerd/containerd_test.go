@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"imagectl/internal/verify"
-	"imagectl/internal/verify/verifytest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,9 +16,13 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/containerd/v2/plugins/content/local"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"imagectl/internal/verify"
+	"imagectl/internal/verify/verifytest"
 )
 
 // fakeImage is an oci.Image whose config lives in a local content store.
@@ -217,5 +219,31 @@ func TestLoopbackNetNS(t *testing.T) {
 	}
 	if !cmp.Equal(links, []string{"lo"}) || !up["lo"] {
 		t.Errorf("links %v (up %v), want only lo, up", links, up)
+	}
+}
+
+func TestWithUnpackConcurrency(t *testing.T) {
+	ref, err := name.NewDigest("registry.example/img@sha256:" + strings.Repeat("a", 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		n       int
+		want    int
+		wantErr bool
+	}{{0, 0, true}, {-2, 0, true}, {1, 1, false}, {8, 8, false}} {
+		rt, err := New(ref, WithUnpackConcurrency(tc.n))
+		if tc.wantErr {
+			if err == nil || !strings.Contains(err.Error(), "unpack concurrency") {
+				t.Errorf("New(WithUnpackConcurrency(%d)) = %v, want an error naming the unpack concurrency", tc.n, err)
+			}
+			continue
+		}
+		if err != nil || rt.o.unpacks != tc.want {
+			t.Errorf("New(WithUnpackConcurrency(%d)): unpacks %v, %v; want %d", tc.n, rt, err, tc.want)
+		}
+	}
+	if rt, err := New(ref); err != nil || rt.o.unpacks != DefaultUnpackConcurrency {
+		t.Errorf("New() = %v, want unpack concurrency %d by default", err, DefaultUnpackConcurrency)
 	}
 }

@@ -3,6 +3,7 @@ package containerd
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 )
 
 // Option configures the containerd runtime (New).
@@ -12,6 +13,7 @@ type options struct {
 	address     string
 	namespace   string
 	snapshotter string
+	unpacks     int
 	python      string
 	gpus        int
 	cdiSpecDirs []string
@@ -22,7 +24,7 @@ type options struct {
 }
 
 func makeOptions(opts ...Option) (*options, error) {
-	o := &options{}
+	o := &options{unpacks: DefaultUnpackConcurrency}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
 			return nil, err
@@ -57,6 +59,26 @@ func WithNamespace(ns string) Option {
 func WithSnapshotter(name string) Option {
 	return func(o *options) error {
 		o.snapshotter = name
+		return nil
+	}
+}
+
+// DefaultUnpackConcurrency is how many layers WithUnpackConcurrency's
+// default unpacks at once.
+const DefaultUnpackConcurrency = 4
+
+// WithUnpackConcurrency sets how many layers containerd unpacks at once
+// while it pulls: each into a snapshot of its own, rebased onto its parent
+// when it commits. A snapshotter without containerd's rebase capability
+// (overlayfs has it unless containerd runs in a user namespace;
+// stargz-snapshotter does not) unpacks one at a time whatever n says, as
+// does n = 1. The default is DefaultUnpackConcurrency.
+func WithUnpackConcurrency(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("containerd runtime: unpack concurrency %d: want 1 or more", n)
+		}
+		o.unpacks = n
 		return nil
 	}
 }

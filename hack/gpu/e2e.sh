@@ -247,6 +247,40 @@ cold_verify() {
       echo "diag: $rel size $(stat -c %s "$f") sha $(sha256sum < "$f" | cut -c1-16); host $(stat -c %s "$host" 2>/dev/null) $(sha256sum < "$host" 2>/dev/null | cut -c1-16)"
       "$f" -arch=sm_90 "$W/k.ptx" -o "$W/k.o"; echo "diag: $rel compiles k.ptx from the FUSE mount: rc=$?"
     done
+    # Inductor's own PTX file (left in the storage's tmp) through the same
+    # command line, from the FUSE mount and from the host venv.
+    local ptx
+    ptx=$(ls -t $G/storage/tmp/*.ptx 2>/dev/null | head -1)
+    if [ -n "$ptx" ]; then
+      echo "diag: inductor's $ptx: $(wc -c < "$ptx") bytes, $(grep -c '\.file' "$ptx") .file lines"; grep -m3 '\.file' "$ptx" | cut -c1-200
+      for f in $(find $C2/stargz -path '*site-packages/torch/bin/ptxas' 2>/dev/null | head -1) /opt/torch/.venv/lib/python3.12/site-packages/torch/bin/ptxas; do
+        "$f" -lineinfo -v --gpu-name=sm_90a "$ptx" -o "$W/x.o" > "$W/ptxas.out" 2>&1; echo "diag: $f on inductor's ptx: rc=$?"; tail -n 3 "$W/ptxas.out"
+      done
+      # The container's view by hand: overlayfs over the same FUSE layers
+      # (top first), then chroot into it, then as the image's user.
+      local lowers ov=$W/ovl ap=opt/venv/lib/python3.12/site-packages/torch/bin/ptxas
+      lowers=$(awk -v d="$C2/stargz/" 'index($2, d) == 1 && $3 ~ /fuse/ { print $2 }' /proc/mounts | awk -F/ '{ print $(NF-1) "\t" $0 }' | sort -rn | cut -f2 | paste -sd:)
+      mkdir -p $ov/up $ov/work $ov/root
+      if mount -t overlay overlay -o "lowerdir=$lowers,upperdir=$ov/up,workdir=$ov/work" $ov/root; then
+        mkdir -p $ov/root/tmp && cp "$ptx" $ov/root/tmp/k.ptx
+        $ov/root/$ap -lineinfo -v --gpu-name=sm_90a "$ptx" -o "$W/x.o" > /dev/null 2>&1; echo "diag: overlay over FUSE, root: rc=$?"
+        chroot $ov/root /$ap -lineinfo -v --gpu-name=sm_90a /tmp/k.ptx -o /tmp/k.o > /dev/null 2>&1; echo "diag: chroot into it, root: rc=$?"
+        ldd $ov/root/$ap 2>&1 | head -n 8
+        # The CDI hook runs ldconfig in the container's root: here too.
+        chroot $ov/root /sbin/ldconfig; echo "diag: ldconfig in the overlay root: rc=$?"
+        chroot $ov/root /$ap -lineinfo -v --gpu-name=sm_90a /tmp/k.ptx -o /tmp/k3.o > /dev/null 2>&1; echo "diag: chroot after ldconfig, root: rc=$?"
+        chroot $ov/root /sbin/ldconfig -p | grep -E 'libstdc|libgcc_s|libm\.|libc\.|libpthread|libdl|librt' | head -n 12
+        chmod 644 $ov/root/tmp/k.ptx
+        chroot --userspec=1000:1000 $ov/root /$ap -lineinfo -v --gpu-name=sm_90a /tmp/k.ptx -o /tmp/k1.o > "$W/ptxas-u.out" 2>&1; echo "diag: chroot, uid 1000: rc=$?"; tail -n 2 "$W/ptxas-u.out"
+        chmod 1777 $ov/root/tmp; (cd $ov/root && env -i chroot --userspec=1000:1000 $ov/root /$ap -lineinfo -v --gpu-name=sm_90a /tmp/k.ptx -o /tmp/k2.o > /dev/null 2>&1); echo "diag: chroot, uid 1000, empty env: rc=$?"
+        grep -E '^(USER|UID|HOME)' $ov/root/etc/passwd | head -2; awk -F: '$3 == 1000' $ov/root/etc/passwd
+        umount $ov/root
+      else echo "diag: overlay mount failed (lowers: $(echo "$lowers" | tr ':' '\n' | wc -l))"; fi
+      if command -v strace > /dev/null; then
+        strace -f -o "$W/strace.txt" "$(find $C2/stargz -path '*site-packages/torch/bin/ptxas' | head -1)" -lineinfo -v --gpu-name=sm_90a "$ptx" -o "$W/x.o" > /dev/null 2>&1
+        grep -vE 'mmap|mprotect|brk|munmap' "$W/strace.txt" | tail -n 25
+      else echo "diag: no strace"; fi
+    else echo "diag: no ptx file left in $G/storage/tmp"; ls $G/storage/tmp | head; fi
     dmesg 2>/dev/null | grep -iE 'segfault|ptxas|fuse|traps' | tail -n 10 || echo "diag: dmesg unreadable"
     grep -ciE 'level=(error|warning)' $C2/stargz.log; grep -iE 'level=(error|warning)' $C2/stargz.log | cut -c1-300 | sort | uniq -c | sort -rn | head -5
   fi
@@ -257,6 +291,41 @@ cold_verify() {
   grep " $C2/" /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
   rm -rf "$C2"
   return $rc
+}
+
+# race_diag REF: the lazily mounted image's ptxas (torch's, which Inductor
+# runs in parallel while autotuning), executed by 8 processes at once from
+# the host while its file is still cold (right after verify's first step,
+# before compile.cache), on Inductor's PTX file from an earlier run.
+race_diag() {
+  local ref=$1 C2=$G/cs-race spid cpid vpid f j ptx
+  ptx=$(ls -t $G/storage/tmp/*.ptx 2>/dev/null | head -1)
+  [ -n "$ptx" ] || { echo "race: no PTX file in $G/storage/tmp"; return; }
+  rm -rf "$C2"; mkdir -p "$C2"
+  printf 'no_background_fetch = true\n' > $C2/stargz.toml
+  setsid containerd-stargz-grpc --address $C2/stargz.sock --root $C2/stargz --config $C2/stargz.toml --log-level info > $C2/stargz.log 2>&1 < /dev/null &
+  spid=$!
+  for j in $(seq 1 100); do [ -S $C2/stargz.sock ] && break; sleep 0.1; done
+  start_containerd "$C2" "$(printf '[proxy_plugins.stargz]\n  type = "snapshot"\n  address = "%s"' "$C2/stargz.sock")"
+  imagectl verify "$ref" --lock "$LOCK" --runtime containerd --containerd-address $C2/c.sock --containerd-namespace race \
+    --snapshotter stargz --storage $G/storage --startup -o json > "$W/race-verify.json" 2> "$W/race-verify.stderr" &
+  vpid=$!
+  for j in $(seq 1 900); do grep -q 'probe done.*firststep' "$W/race-verify.stderr" && break; sleep 0.1; done
+  f=$(find $C2/stargz -path '*site-packages/torch/bin/ptxas' 2>/dev/null | head -1)
+  echo "race: first step done after $((j / 10)) s; $f"
+  local pids=()
+  for j in 1 2 3 4 5 6 7 8; do
+    ( "$f" -lineinfo -v --gpu-name=sm_90a "$ptx" -o "$W/race$j.o" > "$W/race$j.out" 2>&1; echo "race: ptxas $j rc=$?" ) &
+    pids+=($!)
+  done
+  wait "${pids[@]}" # not the daemons: they are jobs of this shell too
+  echo "race: sha afterwards $(sha256sum < "$f" | cut -c1-16)"
+  wait $vpid; echo "race: verify rc=$?"
+  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); print([ (c["name"], c["status"]) for c in r["checks"] if c["name"] in ("compile.cache","startup.first_step")])' "$W/race-verify.json" 2>&1
+  dmesg | grep segfault | tail -n 10
+  kill $cpid 2>/dev/null; sleep 1; kill -INT $spid 2>/dev/null; sleep 2
+  grep " $C2/" /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
+  rm -rf "$C2"
 }
 
 # phase_coldstart (issue 33): from a cold containerd to the end of the
@@ -542,6 +611,8 @@ for p in "$@"; do
     cudatwice) phase_cudatwice ;;
     coldstart) phase_coldstart ;;
     unpack) phase_unpack ;;
+    race) W=$G/run/race; mkdir -p "$W"; LOCK=$G/images/$NAME/lock.json; start_build_services
+      race_diag "$(cat $G/run/build/build-estargz.ref)"; save race ;;
     lazydiag) # the eStargz image lazily, with DIAG's checks (prioritized when a coldstart made one)
       W=$G/run/lazydiag; mkdir -p "$W"; LOCK=$G/images/$NAME/lock.json
       mkdir -p $G/storage && touch $G/storage/.ready

@@ -14,6 +14,7 @@
 #                                         # (lazy, stargz-snapshotter) without and with recorded priorities
 #   bash hack/gpu/e2e.sh unpack           # issue 33: the zstd image cold, layers unpacked one at a time vs in parallel
 #   bash hack/gpu/e2e.sh lazydiag         # issue 33: the eStargz image lazily, then its ptxas checked through the FUSE mount
+#   bash hack/gpu/e2e.sh race             # issue 33: 8 ptxas at once from the lazy mount while its file is cold
 #   bash hack/gpu/e2e.sh cudatwice        # CUDA shipped twice: sizes on -base and -runtime flavours (issue 25)
 #
 # Carried in .gpu/ (hack/gpu/bundle.sh): imagectl, imagectl-init, gputool,

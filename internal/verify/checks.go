@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -181,7 +182,7 @@ func fingerprintCheck(l *lock.Lock, e envOut, digest string) Check {
 		return c
 	case !fp.Present:
 		c.Status = Fail
-		c.Detail = "the init's fingerprint is missing: " + firstNonEmpty(fp.Error, "not found") + " (was the image started through imagectl-init?)"
+		c.Detail = "the init's fingerprint is missing: " + cmp.Or(fp.Error, "not found") + " (was the image started through imagectl-init?)"
 		return c
 	case fp.Error != "":
 		c.Status, c.Detail = Fail, fp.Error

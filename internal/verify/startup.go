@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,7 +77,7 @@ func StartupFilesText(res *Result) string {
 	if res.Startup.Device == "none" {
 		step = "the interpreter's start; the lock has no torch"
 	}
-	fmt.Fprintf(&b, "# the files %s's first step (%s) took, in order\n", firstNonEmpty(res.Image, res.Digest), step)
+	fmt.Fprintf(&b, "# the files %s's first step (%s) took, in order\n", cmp.Or(res.Image, res.Digest), step)
 	for _, f := range res.Startup.Files {
 		b.WriteString(f)
 		b.WriteByte('\n')

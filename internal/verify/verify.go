@@ -14,6 +14,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -208,7 +209,7 @@ func (r *runner) run(ctx context.Context) error {
 	// The first torch.compile runs beside the torch probe (both spend most
 	// of their time importing torch), never beside the all-reduce, which is
 	// timed. Only when the host facts already say where it will run.
-	cacheDir := path.Join(r.cacheParent(env), "imagectl-verify-"+randomHex(6))
+	cacheDir := path.Join(r.cacheParent(env), "imagectl-verify-"+RandomHex(6))
 	device := "cuda"
 	if cpuOnly {
 		device = "cpu"
@@ -247,9 +248,9 @@ func (r *runner) run(ctx context.Context) error {
 		gpu = gpuErr == nil && !cpuOnly
 	}
 	if r.res.Pod != nil {
-		host.Hostname = firstNonEmpty(host.Hostname, r.res.Pod.Node)
+		host.Hostname = cmp.Or(host.Hostname, r.res.Pod.Node)
 	}
-	host.Hostname = firstNonEmpty(host.Hostname, hostname())
+	host.Hostname = cmp.Or(host.Hostname, hostname())
 	r.res.Host = host
 
 	r.add(hostChecks(l, host, gpuErr, hostSecs, o.prober == nil)...)
@@ -315,7 +316,7 @@ func (r *runner) add(c ...Check) { r.res.Checks = append(r.res.Checks, c...) }
 // cacheParent is where the compile-cache check makes its fresh folder: on
 // the same file system as the cache the init configured.
 func (r *runner) cacheParent(env envOut) string {
-	return firstNonEmpty(env.Env["TORCHINDUCTOR_CACHE_DIR"], r.l.Runtime.Caches.Inductor, "/tmp")
+	return cmp.Or(env.Env["TORCHINDUCTOR_CACHE_DIR"], r.l.Runtime.Caches.Inductor, "/tmp")
 }
 
 // hostFromTorch builds host facts from the torch probe, for runtimes whose
@@ -336,16 +337,9 @@ func hostFromTorch(t torchOut, withTorch bool, torchErr error) (Host, error) {
 	return h, nil
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func randomHex(n int) string {
+// RandomHex is n random bytes in hex: the suffix of the names runtimes give
+// what they create (containers, Jobs, storage folders).
+func RandomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

@@ -36,7 +36,7 @@ func BenchmarkColdStart(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ns := "bench-coldstart-" + randomHex(4)
+	ns := "bench-coldstart-" + verify.RandomHex(4)
 	first := func(ref name.Digest, snap string, unpacks int) time.Duration {
 		rt, err := New(ref, WithAddress(e.Containerd), WithNamespace(ns), WithSnapshotter(snap), WithShmBytes(verify.ShmBytes(l)),
 			WithUnpackConcurrency(unpacks))

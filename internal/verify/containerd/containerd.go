@@ -4,9 +4,8 @@ package containerd
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -100,7 +99,7 @@ func (r *Runtime) RanDigest() string {
 }
 
 func (r *Runtime) address() string {
-	return firstNonEmpty(r.o.address, os.Getenv("CONTAINERD_ADDRESS"), DefaultAddress)
+	return cmp.Or(r.o.address, os.Getenv("CONTAINERD_ADDRESS"), DefaultAddress)
 }
 
 // quiet is a logger for containerd's client packages, which log through
@@ -113,7 +112,7 @@ var quiet = func() *clog.Entry {
 }()
 
 func (r *Runtime) ns(ctx context.Context) context.Context {
-	return clog.WithLogger(namespaces.WithNamespace(ctx, firstNonEmpty(r.o.namespace, os.Getenv("CONTAINERD_NAMESPACE"), "imagectl")), quiet)
+	return clog.WithLogger(namespaces.WithNamespace(ctx, cmp.Or(r.o.namespace, os.Getenv("CONTAINERD_NAMESPACE"), "imagectl")), quiet)
 }
 
 // prepare connects, pulls the image by digest and checks what containerd
@@ -137,7 +136,7 @@ func (r *Runtime) prepareLocked(ctx context.Context) error {
 		return fmt.Errorf("connecting to containerd at %s: %w", r.address(), err)
 	}
 	ctx = r.ns(ctx)
-	snap := firstNonEmpty(r.o.snapshotter, "overlayfs")
+	snap := cmp.Or(r.o.snapshotter, "overlayfs")
 	t := time.Now()
 	pull := []containerd.RemoteOpt{
 		containerd.WithPullUnpack,
@@ -225,7 +224,7 @@ func keychainCreds(ctx context.Context, kc authn.Keychain, host string) (string,
 // image's entrypoint with the probe as its command, the environment, the
 // mounts, /dev/shm, the network namespace and, for a GPU probe, devices.
 func (r *Runtime) SpecOpts(img oci.Image, probeDir, netnsPath string, p verify.Probe, devices []string) []oci.SpecOpts {
-	py := firstNonEmpty(r.o.python, p.Python, "python3")
+	py := cmp.Or(r.o.python, p.Python, "python3")
 	args := append([]string{py, verify.ProbeMount + "/" + p.Script}, p.Args...)
 	mounts := []specs.Mount{{Destination: verify.ProbeMount, Type: "bind", Source: probeDir, Options: []string{"rbind", "ro"}}}
 	if r.o.storage != "" && r.o.storagePath != "" {
@@ -268,7 +267,7 @@ func (r *Runtime) Exec(ctx context.Context, p verify.Probe) ([]byte, error) {
 	r.mu.Lock()
 	c, img, netns := r.client, r.image, r.netns
 	r.seq++
-	id := fmt.Sprintf("imagectl-verify-%s-%s-%d", p.Name, randomHex(4), r.seq)
+	id := fmt.Sprintf("imagectl-verify-%s-%s-%d", p.Name, verify.RandomHex(4), r.seq)
 	r.mu.Unlock()
 	if c == nil {
 		return nil, &verify.ProbeError{Probe: p.Name, Err: errors.New("containerd runtime: closed")}
@@ -281,7 +280,7 @@ func (r *Runtime) Exec(ctx context.Context, p verify.Probe) ([]byte, error) {
 		containerd.WithImage(img),
 		// The snapshotter that unpacked the image (or mounted it lazily):
 		// the container's snapshot is made on its layers.
-		containerd.WithSnapshotter(firstNonEmpty(r.o.snapshotter, "overlayfs")),
+		containerd.WithSnapshotter(cmp.Or(r.o.snapshotter, "overlayfs")),
 		containerd.WithNewSnapshot(id, img),
 		containerd.WithNewSpec(r.SpecOpts(img, dir, netns.path, p, devices)...))
 	if err != nil {
@@ -377,21 +376,6 @@ func (r *Runtime) Close() error {
 	}
 	errs = append(errs, r.probes.Close())
 	return errors.Join(errs...)
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // tailWriter keeps the last n bytes written to it (a probe's stderr).

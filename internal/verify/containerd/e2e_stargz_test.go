@@ -30,7 +30,7 @@ func TestStargzE2E(t *testing.T) {
 	stargzContainerd(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	ns := "stargz-e2e-" + randomHex(4)
+	ns := "stargz-e2e-" + verify.RandomHex(4)
 
 	gz, _, l := verifytest.PushedDemo(t, e, "verify-e2e-stargz")
 	l.Verify.CPUOnly = true

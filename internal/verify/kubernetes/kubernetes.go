@@ -5,6 +5,7 @@ package kubernetes
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"sort"
@@ -67,7 +68,7 @@ func JobName(ref name.Digest) string {
 // evaluated exactly like an in-place run.
 func RenderJob(l *lock.Lock, ref name.Digest, cfg JobConfig) (*corev1.ConfigMap, *batchv1.Job, error) {
 	if cfg.Python == "" {
-		cfg.Python = firstNonEmpty(verify.ImagePython(l), "python3")
+		cfg.Python = cmp.Or(verify.ImagePython(l), "python3")
 	}
 	if cfg.Iters <= 0 {
 		cfg.Iters = 20
@@ -223,7 +224,7 @@ func jobScript(l *lock.Lock, cfg JobConfig) string {
 		fmt.Fprintf(&b, "\"$PY\" \"$P/allreduce.py\" --bytes %d --iters %d --warmup %d\n", nbytes, cfg.Iters, cfg.Warmup)
 	}
 	if l.Verify.CompileCache {
-		fmt.Fprintf(&b, "D=\"${TORCHINDUCTOR_CACHE_DIR:-%s}/imagectl-verify-$(date +%%s)-$$\"\n", firstNonEmpty(l.Runtime.Caches.Inductor, "/tmp"))
+		fmt.Fprintf(&b, "D=\"${TORCHINDUCTOR_CACHE_DIR:-%s}/imagectl-verify-$(date +%%s)-$$\"\n", cmp.Or(l.Runtime.Caches.Inductor, "/tmp"))
 		fmt.Fprintf(&b, "\"$PY\" \"$P/compile.py\" --cache-dir \"$D\" --phase cold --device %s\n", device)
 		fmt.Fprintf(&b, "\"$PY\" \"$P/compile.py\" --cache-dir \"$D\" --phase warm --device %s --remove-after\n", device)
 	}

@@ -2,9 +2,8 @@ package kubernetes
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,7 +132,7 @@ type clients struct {
 // restConfig loads the client configuration and the namespace.
 func (k *Runtime) restConfig() (*rest.Config, string, error) {
 	if k.o.config != nil {
-		return rest.CopyConfig(k.o.config), firstNonEmpty(k.o.namespace, "default"), nil
+		return rest.CopyConfig(k.o.config), cmp.Or(k.o.namespace, "default"), nil
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = k.o.kubeconfig
@@ -151,7 +150,7 @@ func (k *Runtime) restConfig() (*rest.Config, string, error) {
 			return nil, "", fmt.Errorf("the kubeconfig's namespace: %w", err)
 		}
 	}
-	return cfg, firstNonEmpty(ns, "default"), nil
+	return cfg, cmp.Or(ns, "default"), nil
 }
 
 func (k *Runtime) clients() (*clients, error) {
@@ -190,7 +189,7 @@ func (k *Runtime) run(ctx context.Context) (out []byte, err error) {
 		return nil, k.notRun("job", err)
 	}
 	// A suffix of its own: two runs of one digest never share a Job.
-	suffix := randomHex(3)
+	suffix := verify.RandomHex(3)
 	job.Name += "-" + suffix
 	cm.Name = job.Name + "-probes"
 	job.Spec.Template.Spec.Volumes[0].ConfigMap.Name = cm.Name
@@ -397,19 +396,4 @@ func (k *Runtime) cleanupWith(ctx context.Context, c *clients) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

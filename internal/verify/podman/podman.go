@@ -3,9 +3,8 @@
 package podman
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -85,7 +84,7 @@ func (r *Runtime) Args(probeDir string, p verify.Probe) []string {
 		args = append(args, "--tls-verify=false")
 	}
 	args = append(args, r.o.extraArgs...)
-	py := firstNonEmpty(r.o.python, p.Python, "python3")
+	py := cmp.Or(r.o.python, p.Python, "python3")
 	args = append(args, r.image, py, verify.ProbeMount+"/"+p.Script)
 	return append(args, p.Args...)
 }
@@ -105,7 +104,7 @@ func (r *Runtime) Exec(ctx context.Context, p verify.Probe) ([]byte, error) {
 	}
 	// A named container: killing the CLI leaves the container running
 	// (podman's conmon, dockerd), so a cancelled probe removes it by name.
-	id := "imagectl-verify-" + p.Name + "-" + randomHex(4)
+	id := "imagectl-verify-" + p.Name + "-" + verify.RandomHex(4)
 	args := r.Args(dir, p)
 	args = append([]string{args[0], "--name", id}, args[1:]...)
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -175,19 +174,4 @@ func isLoopbackRegistry(ref string) bool {
 // cancelled probe's container is still removed.
 func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -1,6 +1,7 @@
 package runtimes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,7 @@ var ErrNoRuntime = errors.New("no verification runtime found")
 // fingerprint, is img's digest). Anything else is ErrNoRuntime, naming what
 // was looked for: auto never falls back to in-place.
 func (d Detector) Detect(ctx context.Context, address string, img name.Digest, withInPlace bool) (kind, reason string, err error) {
-	addr := firstNonEmpty(address, d.getenv("CONTAINERD_ADDRESS"), containerd.DefaultAddress)
+	addr := cmp.Or(address, d.getenv("CONTAINERD_ADDRESS"), containerd.DefaultAddress)
 	derr := d.dial(ctx, addr)
 	if derr == nil {
 		return verify.RuntimeContainerd, "containerd answers at " + addr, nil
@@ -87,16 +88,7 @@ func (d Detector) Detect(ctx context.Context, address string, img name.Digest, w
 		if in != "" {
 			what = "IMAGECTL_IMAGE_DIGEST is " + in
 		}
-		looked = append(looked, "in-place inside "+firstNonEmpty(img.DigestStr(), "the image")+" ("+what+")")
+		looked = append(looked, "in-place inside "+cmp.Or(img.DigestStr(), "the image")+" ("+what+")")
 	}
 	return "", "", fmt.Errorf("%w: looked for %s; name one with --runtime", ErrNoRuntime, strings.Join(looked, ", "))
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

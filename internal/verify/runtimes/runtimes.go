@@ -8,6 +8,7 @@
 package runtimes
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -129,7 +130,7 @@ func (s *Selection) Runtime(l *lock.Lock, ref name.Digest) (verify.Runtime, erro
 	if s.Kind == verify.RuntimeContainerd {
 		rt, err = containerd.New(ref, s.containerdOptions(l, shm, dir)...)
 	} else {
-		rt, err = podman.New(firstNonEmpty(s.o.from, ref.String()), s.podmanOptions(l, shm, dir)...)
+		rt, err = podman.New(cmp.Or(s.o.from, ref.String()), s.podmanOptions(l, shm, dir)...)
 	}
 	if err != nil {
 		if st != nil {

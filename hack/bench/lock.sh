@@ -15,15 +15,15 @@ if [[ -f .cache/env ]]; then
   # shellcheck disable=SC1091
   source .cache/env
 fi
-go test ./internal/lock/ -run '^$' -bench 'BenchmarkCheckShipped' -benchtime 50x
+go test ./internal/lock/resolve/ -run '^$' -bench 'BenchmarkCheckShipped' -benchtime 50x
 if [[ -n "${BUILDKIT_HOST:-}" ]]; then
-  go test ./internal/lock/ -run '^$' -bench 'BenchmarkLockDemo' -benchtime 3x -timeout 20m
+  go test ./internal/lock/resolve/ -run '^$' -bench 'BenchmarkLockDemo' -benchtime 3x -timeout 20m
   if newpip=$(hack/bench/pipwhl.sh); then
     export IMAGECTL_BENCH_NEW_PIP=$newpip
   else
     echo "lock.sh: no newer pip wheel from Debian (hack/bench/pipwhl.sh failed): the matrix runs with pip 23.0.1 only" >&2
   fi
-  go test ./internal/lock/ -run '^$' -bench 'BenchmarkLockMatrix' -benchtime 1x -timeout 60m
+  go test ./internal/lock/resolve/ -run '^$' -bench 'BenchmarkLockMatrix' -benchtime 1x -timeout 60m
 else
   echo "lock.sh: BUILDKIT_HOST not set (no make up): skipping BenchmarkLockDemo" >&2
 fi

@@ -9,7 +9,7 @@
 #  - build of each of those locks from a pruned build cache, pushed: seconds
 #    per platform, emulated/native ratio;
 #  - periphery-only update of the two-platform image (demo-util 1.1.0,
-#    lock.Upgrade, rebuild): changed bytes / image bytes per platform
+#    resolve.Upgrade, rebuild): changed bytes / image bytes per platform
 #    (target < 5%; a miss fails the benchmark).
 # Measured in one run and printed, with the machine's load average.
 set -euo pipefail

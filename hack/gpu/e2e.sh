@@ -13,7 +13,7 @@
 #   bash hack/gpu/e2e.sh coldstart        # issue 33: cold start to the first CUDA step, gzip / zstd / eStargz
 #                                         # (lazy, stargz-snapshotter) without and with recorded priorities
 #   bash hack/gpu/e2e.sh unpack           # issue 33: the zstd image cold, layers unpacked one at a time vs in parallel
-#   bash hack/gpu/e2e.sh lazydiag         # issue 33: the eStargz image lazily, then its ptxas checked through the FUSE mount
+#   bash hack/gpu/e2e.sh lazydiag         # issue 33: the eStargz image lazily, its compile probe traced and its ptxas run inside the container by nsenter (incont_diag), then checked through the FUSE mount
 #   bash hack/gpu/e2e.sh race             # issue 33: 8 ptxas at once from the lazy mount while its file is cold
 #   bash hack/gpu/e2e.sh cudatwice        # CUDA shipped twice: sizes on -base and -runtime flavours (issue 25)
 #
@@ -223,7 +223,14 @@ cold_verify() {
   b0=$(blob_bytes)
   local first=$W/bytes-first-$v
   rm -f "$first"
-  timed "cold-$v" timeout 300 imagectl verify "$ref" --lock "$LOCK" --runtime containerd --containerd-address $C2/c.sock --containerd-namespace cold \
+  local dpid=
+  if [ -n "${DIAG:-}" ] && [ "$snap" = stargz ]; then
+    mkdir -p $G/cores; cat /proc/sys/kernel/core_pattern > $G/core_pattern.old 2>/dev/null
+    echo "|/usr/bin/dd of=$G/cores/core.%p.%e bs=1M status=none" > /proc/sys/kernel/core_pattern || echo "diag: core_pattern not writable"
+    incont_diag > "$W/incont.log" 2>&1 &
+    dpid=$!
+  fi
+  timed "cold-$v" timeout 400 imagectl verify "$ref" --lock "$LOCK" --runtime containerd --containerd-address $C2/c.sock --containerd-namespace cold \
     --snapshotter "$snap" --storage $G/storage --startup -o json "$@" > "$W/verify-$v.json" \
     2> >(while IFS= read -r l; do
            printf '%s\n' "$l"
@@ -236,6 +243,10 @@ cold_verify() {
   printf '%s\t%s\t%s\t%d\t%d\n' "$v" "$snap" "$rc" $((bf - b0)) $((b1 - b0)) > "$W/bytes-$v.tsv"
   grep -E 'runtime|pulled|files of the first step|verification' "$W/verify-$v.stderr" | cut -c1-300
   show_result "$W/verify-$v.json"
+  if [ -n "$dpid" ]; then
+    wait "$dpid"; cat "$W/incont.log"; incont_collect
+    cat $G/core_pattern.old > /proc/sys/kernel/core_pattern 2>/dev/null
+  fi
   if [ -n "${DIAG:-}" ] && [ "$snap" = stargz ]; then
     # The lazily mounted layers: each ptxas (torch's, which Inductor runs,
     # and triton's) read through FUSE against the host venv's, then run
@@ -292,6 +303,98 @@ cold_verify() {
   grep " $C2/" /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
   rm -rf "$C2"
   return $rc
+}
+
+# incont_diag: waits for verify's compile probe (the container whose
+# torch.compile runs ptxas), then, from the host: traces that probe's
+# processes (strace -f, when the bundle carries strace), saves the
+# container's mounts, limits, status and environment, and runs torch's ptxas
+# inside the container's namespaces (nsenter), adding one part of the
+# container at a time (mount namespace and root; all namespaces; the image's
+# user; the container's environment; its cgroup), on a one-kernel PTX file
+# and on Inductor's once one is written. A crash is caught as a core dump
+# (the kernel's core_pattern piped to dd) beside the binary, its loader and
+# libc, for gdb elsewhere.
+incont_diag() {
+  local pid= i ap=/opt/venv/lib/python3.12/site-packages/torch/bin/ptxas cg uid gid
+  local st=() spid=
+  [ -x "$B/strace" ] && st=(env LD_LIBRARY_PATH=$B "$B/strace")
+  for i in $(seq 1 6000); do pid=$(pgrep -o -f '/imagectl-probes/compile.py') && break; sleep 0.05; done
+  [ -n "$pid" ] || { echo "incont: no compile probe seen"; return; }
+  if [ ${#st[@]} -gt 0 ]; then
+    mkdir -p "$W/stp"
+    "${st[@]}" -f -ff -tt -s 200 -o "$W/stp/p" -p "$pid" 2> "$W/strace-attach.err" &
+    spid=$!
+  fi
+  read -r _ uid _ < <(grep '^Uid' /proc/$pid/status); read -r _ gid _ < <(grep '^Gid' /proc/$pid/status)
+  cg=$(cut -d: -f3 /proc/$pid/cgroup | head -1)
+  echo "incont: compile probe pid $pid uid $uid gid $gid cgroup $cg"
+  cat /proc/$pid/mountinfo > "$W/incont-mountinfo.txt"; cat /proc/$pid/limits > "$W/incont-limits.txt"
+  cat /proc/$pid/status > "$W/incont-status.txt"; tr '\0' '\n' < /proc/$pid/environ > "$W/incont-environ.txt"
+  grep -E '^(Seccomp|CapEff|NoNewPrivs)' /proc/$pid/status | tr '\n' ' '; echo
+  grep -E ' / ' "$W/incont-mountinfo.txt" | cut -c1-400
+  local envv=()
+  mapfile -d '' envv < /proc/$pid/environ
+  printf '.version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n' > /proc/$pid/root/tmp/kd.ptx
+  chmod 666 /proc/$pid/root/tmp/kd.ptx; chmod 1777 /proc/$pid/root/tmp
+  # one trial: NAME, the PTX inside the container, then how to enter.
+  trial() {
+    local n=$1 ptx=$2; shift 2
+    timeout 60 "$@" "$ap" -lineinfo -v --gpu-name=sm_90a "$ptx" -o "/tmp/kd-$n.o" > "$W/incont-$n.out" 2>&1
+    echo "incont: $n on $ptx: rc=$?"
+  }
+  local ns=(nsenter -t "$pid" -m -u -i -n -p -r -w)
+  runall() {
+    local ptx=$1 sfx=$2
+    trial "mnt$sfx" "$ptx" nsenter -t "$pid" -m -r -w --
+    trial "ns$sfx" "$ptx" "${ns[@]}" --
+    trial "user$sfx" "$ptx" "${ns[@]}" -S "$uid" -G "$gid" --
+    trial "env$sfx" "$ptx" "${ns[@]}" -S "$uid" -G "$gid" -- /usr/bin/env -i "${envv[@]}"
+    # and in the container's cgroup, as runc would place it
+    ( echo $BASHPID > "/sys/fs/cgroup$cg/cgroup.procs" 2>/dev/null || echo "incont: cgroup join failed"
+      trial "cg$sfx" "$ptx" "${ns[@]}" -S "$uid" -G "$gid" -- /usr/bin/env -i "${envv[@]}" )
+  }
+  runall /tmp/kd.ptx ""
+  # Inductor's own PTX, once it has written one (its tmp is the storage's).
+  local ptx=
+  for i in $(seq 1 1200); do
+    ptx=$(ls -t /proc/$pid/root/tmp/*.ptx /proc/$pid/root/tmp/*/*.ptx $G/storage/tmp/*.ptx 2>/dev/null | grep -v kd.ptx | head -1)
+    [ -n "$ptx" ] || { kill -0 "$pid" 2>/dev/null || break; sleep 0.1; continue; }
+    break
+  done
+  if [ -n "$ptx" ]; then
+    cp "$ptx" /proc/$pid/root/tmp/ki.ptx 2>/dev/null && chmod 666 /proc/$pid/root/tmp/ki.ptx && runall /tmp/ki.ptx -ind
+    echo "incont: inductor's $ptx $(wc -c < "$ptx") bytes"
+  else echo "incont: no inductor PTX seen"; fi
+  [ -n "$spid" ] && { wait "$spid"; echo "incont: strace ended rc=$?"; }
+}
+
+# incont_collect: what incont_diag's trace and core dumps hold, kept small.
+incont_collect() {
+  if [ -d "$W/stp" ]; then
+    echo "incont: $(ls $W/stp | wc -l) traced processes"
+    grep -l 'execve(".*ptxas' $W/stp/p.* 2>/dev/null | head -20 | while read -r f; do
+      echo "--- $f: $(grep -c . "$f") lines, $(grep -m1 -o 'execve("[^"]*"' "$f")"
+      grep -E 'SIGSEGV|killed|exited' "$f" | head -3
+    done
+    local f
+    for f in $(grep -l 'SIGSEGV' $W/stp/p.* 2>/dev/null | head -3); do
+      cp "$f" "$W/segv-$(basename "$f").txt"
+      echo "--- the last 60 calls of $(basename "$f")"; grep -vE 'mmap|mprotect|munmap|brk\(' "$f" | tail -n 60 | cut -c1-260
+    done
+    grep -h -o 'execve("[^"]*"' $W/stp/p.* | sort | uniq -c | sort -rn | head -15
+    tar -C "$W" -cJf "$OUT/strace.tar.xz" stp 2>/dev/null && ls -la "$OUT/strace.tar.xz"
+    rm -rf "$W/stp"
+  fi
+  ls -la $G/cores 2>/dev/null
+  local c
+  c=$(ls -S $G/cores/core.* 2>/dev/null | head -1)
+  if [ -n "$c" ]; then
+    xz -T0 -6 -c "$c" > "$OUT/ptxas-core.xz"
+    xz -T0 -6 -c /opt/torch/.venv/lib/python3.12/site-packages/torch/bin/ptxas > "$OUT/ptxas.xz"
+    tar -C / -cJhf "$OUT/ptxas-libs.tar.xz" lib/x86_64-linux-gnu/libc.so.6 lib/x86_64-linux-gnu/libm.so.6 lib/x86_64-linux-gnu/libgcc_s.so.1 lib64/ld-linux-x86-64.so.2 2>/dev/null
+    ls -la "$OUT"/ptxas*
+  fi
 }
 
 # race_diag REF: the lazily mounted image's ptxas (torch's, which Inductor

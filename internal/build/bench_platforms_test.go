@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/spec"
 	"imagectl/internal/testenv"
 	"imagectl/internal/wheelhouse"
@@ -29,12 +30,12 @@ const benchPlatformsCoreMB = 64
 // IMAGECTL_BENCH_PLATFORMS_CORE_MB (default 64) MB of incompressible
 // payload:
 //
-//  1. lock.Resolve for linux/amd64 alone, linux/arm64 alone and both, each
+//  1. resolve.Image for linux/amd64 alone, linux/arm64 alone and both, each
 //     from a pruned build cache: seconds per platform and the arm64/amd64
 //     (emulated/native) ratio;
 //  2. build.Solve of each of those locks from a pruned build cache, pushed:
 //     seconds per platform and the emulated/native ratio;
-//  3. demo-util 1.1.0 published, lock.Upgrade of the two-platform lock (it
+//  3. demo-util 1.1.0 published, resolve.Upgrade of the two-platform lock (it
 //     must move demo-util alone on each platform), a rebuild on the warm
 //     cache: per platform, the bytes of the child's layers that the
 //     previous build's same-platform child does not hold over the child's
@@ -62,9 +63,9 @@ func BenchmarkPlatforms(b *testing.B) {
 		img := benchDemo(b, e.env, ix.URL)
 		img.Base = base
 		img.Repos.Staging += "-" + uniq("bench-platforms")
-		lockOpts := func() []lock.Option {
+		lockOpts := func() []resolve.Option {
 			// A fresh index-proxy cache each time: no lock reuses another's.
-			return []lock.Option{lock.WithBuildkit(e.env.BuildkitHost), lock.WithRoot(e.env.Root), lock.WithIndexCache(b.TempDir())}
+			return []resolve.Option{resolve.WithBuildkit(e.env.BuildkitHost), resolve.WithRoot(e.env.Root), resolve.WithIndexCache(b.TempDir())}
 		}
 
 		// 1. Locks, each from a pruned cache.
@@ -79,7 +80,7 @@ func BenchmarkPlatforms(b *testing.B) {
 			im := img
 			im.Platforms = s.plats
 			start := time.Now()
-			l, err := lock.Resolve(ctx, im, lockOpts()...)
+			l, err := resolve.Image(ctx, im, lockOpts()...)
 			if err != nil {
 				b.Fatalf("locking the demo for %s: %v", strings.Join(s.plats, " + "), err)
 			}
@@ -124,9 +125,9 @@ func BenchmarkPlatforms(b *testing.B) {
 		im := img
 		im.Platforms = []string{amd, arm}
 		start := time.Now()
-		up, err := lock.Upgrade(ctx, im, old, lockOpts()...)
+		up, err := resolve.Upgrade(ctx, im, old, lockOpts()...)
 		if err != nil {
-			b.Fatalf("lock.Upgrade after demo-util 1.1.0: %v", err)
+			b.Fatalf("resolve.Upgrade after demo-util 1.1.0: %v", err)
 		}
 		upSecs := time.Since(start).Seconds()
 		for _, p := range []string{amd, arm} {
@@ -153,7 +154,7 @@ func BenchmarkPlatforms(b *testing.B) {
 		if len(prev.Platforms) != 2 || len(next.Platforms) != 2 {
 			b.Fatalf("two-platform builds gave %d and %d platform images, want 2", len(prev.Platforms), len(next.Platforms))
 		}
-		fmt.Printf("periphery-only update (demo-util 1.0.0 -> 1.1.0): lock.Upgrade %.1fs, rebuild on the warm cache %.1fs, index %s -> %s\n",
+		fmt.Printf("periphery-only update (demo-util 1.0.0 -> 1.1.0): resolve.Upgrade %.1fs, rebuild on the warm cache %.1fs, index %s -> %s\n",
 			upSecs, rebuildSecs, prev.Digest, next.Digest)
 		for i, p := range next.Platforms {
 			q := prev.Platforms[i]

@@ -10,6 +10,7 @@ import (
 
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 )
@@ -75,7 +76,7 @@ func ImageConfig(l *lock.Lock, base ocispecs.Image) ocispecs.Image {
 		img.Config.Env = append(img.Config.Env, k+"="+env[k])
 	}
 
-	img.Config.Entrypoint = []string{InitPath}
+	img.Config.Entrypoint = []string{initconfig.InitPath}
 	switch rt := l.Runtime; {
 	case rt.SSH != nil || rt.Jupyter != nil:
 		// `docker run IMAGE` runs the access services alone (the init's
@@ -116,8 +117,8 @@ func ImageConfig(l *lock.Lock, base ocispecs.Image) ocispecs.Image {
 // so that `docker history` and registries show what each layer holds.
 func historyOf(l *lock.Lock, base ocispecs.Image, created time.Time) []ocispecs.History {
 	h := slices.Clone(base.History)
-	for _, layer := range Plan(l).Layers {
-		if layer.Kind == KindBase {
+	for _, layer := range layerplan.Of(l).Layers {
+		if layer.Kind == layerplan.KindBase {
 			continue
 		}
 		by := "imagectl build: " + layer.Name

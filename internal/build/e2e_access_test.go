@@ -103,7 +103,7 @@ func TestE2EAccessServices(t *testing.T) {
 			t.Fatalf("ctr image pull %s: %v\n%s", r.Ref, err, out)
 		}
 		t.Cleanup(func() { _ = ctr("image", "rm", r.Ref).Run() })
-		out, err := ctr("run", "--rm", "--env", "JUPYTER_TOKEN="+token, r.Ref, uniq("access"), InitPath, "--", "sh", "-c", `id -u; whoami; echo "$HOME"`).Output()
+		out, err := ctr("run", "--rm", "--env", "JUPYTER_TOKEN="+token, r.Ref, uniq("access"), initconfig.InitPath, "--", "sh", "-c", `id -u; whoami; echo "$HOME"`).Output()
 		if err != nil || string(out) != "1000\njovyan\n/home/jovyan\n" {
 			t.Errorf("ctr run: %v: %q, want 1000, jovyan, /home/jovyan", err, out)
 		}
@@ -254,5 +254,5 @@ func TestE2EDemoAsUID1000(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ctr("image", "rm", r.Ref).Run() })
 	// ctr run's arguments replace the image's entrypoint too: name the init.
-	check("containerd", ctr("run", "--rm", "--user", "1000:1000", r.Ref, uniq("uid1000"), InitPath, "--", "sh", "-c", script))
+	check("containerd", ctr("run", "--rm", "--user", "1000:1000", r.Ref, uniq("uid1000"), initconfig.InitPath, "--", "sh", "-c", script))
 }

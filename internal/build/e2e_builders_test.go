@@ -20,6 +20,7 @@ import (
 	digest "github.com/opencontainers/go-digest"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/logs"
 )
 
@@ -249,8 +250,8 @@ func TestE2ENativeBuilderPerPlatform(t *testing.T) {
 
 	steps := &stepLog{}
 	start := time.Now()
-	l, err := lock.Resolve(logs.With(ctx, slog.New(steps)), img, lock.WithBuildkit(e.env.BuildkitHost),
-		lock.WithPlatformBuildkit("linux/arm64", armAddr, copts...), lock.WithRoot(e.env.Root))
+	l, err := resolve.Image(logs.With(ctx, slog.New(steps)), img, resolve.WithBuildkit(e.env.BuildkitHost),
+		resolve.WithPlatformBuildkit("linux/arm64", armAddr, copts...), resolve.WithRoot(e.env.Root))
 	if err != nil {
 		t.Fatalf("locking demo, arm64 on the second buildkitd: %v", err)
 	}

@@ -11,7 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"imagectl/internal/lock"
+	"imagectl/internal/initconfig"
+	"imagectl/internal/lock/resolve"
 )
 
 // TestE2EPlatformsIndex locks the demo for linux/amd64 and linux/arm64 on
@@ -24,7 +25,7 @@ func TestE2EPlatformsIndex(t *testing.T) {
 	defer cancel()
 	img := e.twoPlatformDemo(t, ctx, "platforms")
 	start := time.Now()
-	l, err := lock.Resolve(ctx, img, lock.WithBuildkit(e.env.BuildkitHost), lock.WithRoot(e.env.Root))
+	l, err := resolve.Image(ctx, img, resolve.WithBuildkit(e.env.BuildkitHost), resolve.WithRoot(e.env.Root))
 	if err != nil {
 		t.Fatalf("locking demo for two platforms: %v", err)
 	}
@@ -98,7 +99,7 @@ func TestE2EPlatformsIndex(t *testing.T) {
 		"--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "-e", "IMAGECTL_STORAGE_TIMEOUT=1s",
 		"oci:"+dir, "/bin/sh", "-c", `echo "arch=$(uname -m)"
 echo "pid1=$(tr '\0\n' '  ' < /proc/1/cmdline)"
-echo "elf=$(od -An -tx1 -j18 -N1 `+InitPath+` | tr -d ' ')"
+echo "elf=$(od -An -tx1 -j18 -N1 `+initconfig.InitPath+` | tr -d ' ')"
 echo "py=$(/opt/venv/bin/python -c 'import demo_util, platform; print(platform.machine())')"`).CombinedOutput()
 	if err != nil {
 		t.Fatalf("podman run --platform linux/arm64: %v\n%s", err, out)
@@ -112,8 +113,8 @@ echo "py=$(/opt/venv/bin/python -c 'import demo_util, platform; print(platform.m
 			got[k] = strings.TrimSpace(v)
 		}
 	}
-	if got["arch"] != "aarch64" || !strings.Contains(got["pid1"], InitPath+" /bin/sh") || got["elf"] != "b7" || got["py"] != "aarch64" {
-		t.Errorf("arm64 container printed %q, want arch=aarch64, PID 1 running %s, its ELF machine b7 (aarch64) and py=aarch64", out, InitPath)
+	if got["arch"] != "aarch64" || !strings.Contains(got["pid1"], initconfig.InitPath+" /bin/sh") || got["elf"] != "b7" || got["py"] != "aarch64" {
+		t.Errorf("arm64 container printed %q, want arch=aarch64, PID 1 running %s, its ELF machine b7 (aarch64) and py=aarch64", out, initconfig.InitPath)
 	}
 	if !strings.Contains(string(out), "imagectl-init: ") {
 		t.Errorf("the arm64 init wrote nothing at start:\n%s", out)

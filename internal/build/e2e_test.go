@@ -77,8 +77,8 @@ func TestE2EDemoBuildInstallsLockedVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(cf.Config.Entrypoint, " "); got != InitPath {
-		t.Errorf("entrypoint = %q, want %q", got, InitPath)
+	if got := strings.Join(cf.Config.Entrypoint, " "); got != initconfig.InitPath {
+		t.Errorf("entrypoint = %q, want %q", got, initconfig.InitPath)
 	}
 	if cf.Config.Labels[LabelLockDigest] != l.Digest || cf.Config.Labels["org.opencontainers.image.title"] != "imagectl demo" {
 		t.Errorf("labels = %v, want the lock digest %s and the lock's title", cf.Config.Labels, l.Digest)
@@ -98,7 +98,7 @@ else python3 -m pip --python /opt/venv/bin/python list --format json > /out/pip.
 dpkg-query -W -f '${Package}=${Version}\n' > /out/dpkg.txt
 cp `+initconfig.Path+` /out/runtime.json
 /opt/venv/bin/python -c 'import demo_core, demo_util; print("ok")' > /out/import.txt
-test "$(readlink /proc/1/exe)" = `+InitPath+` && echo ok > /out/init.txt`)
+test "$(readlink /proc/1/exe)" = `+initconfig.InitPath+` && echo ok > /out/init.txt`)
 	var pkgs []struct{ Name, Version string }
 	if err := json.Unmarshal([]byte(out["pip.json"]), &pkgs); err != nil {
 		t.Fatalf("pip list: %v\n%s", err, out["pip.json"])
@@ -125,7 +125,7 @@ test "$(readlink /proc/1/exe)" = `+InitPath+` && echo ok > /out/init.txt`)
 		t.Errorf("importing the locked packages printed %q, want ok", out["import.txt"])
 	}
 	if strings.TrimSpace(out["init.txt"]) != "ok" {
-		t.Errorf("PID 1 is not %s; output:\n%s", InitPath, out["output"])
+		t.Errorf("PID 1 is not %s; output:\n%s", initconfig.InitPath, out["output"])
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"imagectl/internal/lock"
+	"imagectl/internal/build/layerplan"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/mirror"
 	"imagectl/internal/spec"
 	"imagectl/internal/testenv"
@@ -53,14 +54,14 @@ func TestE2EUpstreamBaseSSH(t *testing.T) {
 	if _, err := mirror.Run(ctx, []spec.Image{img}); err != nil {
 		t.Fatalf("mirror: %v", err)
 	}
-	l, err := lock.Resolve(ctx, img, lock.WithBuildkit(e.env.BuildkitHost))
+	l, err := resolve.Image(ctx, img, resolve.WithBuildkit(e.env.BuildkitHost))
 	if err != nil {
 		t.Fatalf("lock: %v", err)
 	}
 	if l.Base.Ref != upstream || l.Base.Mirror != m+"/nvidia/cuda" {
 		t.Errorf("lock base = %+v, want ref %s mirrored in %s/nvidia/cuda", l.Base, upstream, m)
 	}
-	if p := Plan(l).Base; !strings.HasPrefix(p, m+"/nvidia/cuda@sha256:") {
+	if p := layerplan.Of(l).Base; !strings.HasPrefix(p, m+"/nvidia/cuda@sha256:") {
 		t.Errorf("the build pulls %s, want the mirror's copy", p)
 	}
 
@@ -143,7 +144,7 @@ func TestE2ESSHKeyOnlyRejects(t *testing.T) {
 	upstream := e.env.UpstreamCUDA(t, "11.8.0-runtime-ubuntu22.04")
 	base := passwordBase(t, upstream, e.env.Registry+"/"+uniq("e2e-pwbase")+":sshd")
 	img := sshImage(e.env, base, "", uniq("ssh-reject"))
-	l, err := lock.Resolve(ctx, img, lock.WithBuildkit(e.env.BuildkitHost))
+	l, err := resolve.Image(ctx, img, resolve.WithBuildkit(e.env.BuildkitHost))
 	if err != nil {
 		t.Fatalf("lock: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/moby/buildkit/solver/pb"
 
 	"imagectl/internal/build"
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/lock"
 )
 
@@ -37,7 +38,7 @@ func exampleLock() *lock.Lock {
 
 // Plan orders the layers by how rarely they change.
 func ExamplePlan() {
-	for _, layer := range build.Plan(exampleLock()).Layers {
+	for _, layer := range layerplan.Of(exampleLock()).Layers {
 		fmt.Println(layer.Name)
 	}
 	// Output:

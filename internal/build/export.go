@@ -16,6 +16,7 @@ import (
 
 	"imagectl/internal/auth"
 	"imagectl/internal/auth/bkauth"
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 )
@@ -89,7 +90,7 @@ func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
 // credentials, as secrets.
 func session(l *lock.Lock, o *options, target string) []bkSession.Attachable {
 	var regs []string
-	for _, ref := range []string{Plan(l).Base, target} {
+	for _, ref := range []string{layerplan.Of(l).Base, target} {
 		if r := auth.RegistryOf(ref); r != "" {
 			regs = append(regs, r)
 		}

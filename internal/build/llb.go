@@ -14,6 +14,7 @@ import (
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"imagectl/internal/auth"
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 	"imagectl/internal/pep"
@@ -22,8 +23,6 @@ import (
 
 // Paths inside the image.
 const (
-	// InitPath is where the init binary is installed; it is the entrypoint.
-	InitPath = "/usr/local/bin/imagectl-init"
 	// debDir and wheelDir are where fetched artifacts are mounted
 	// (read-only, never part of a layer): over /mnt, which every base has, so
 	// that no mount stub is created (and removed) in a directory of the
@@ -84,7 +83,7 @@ func Definition(ctx context.Context, l *lock.Lock, opts ...Option) (*llb.Definit
 }
 
 func state(l *lock.Lock, platform ocispecs.Platform, initBin []byte, a *auth.Access) (llb.State, error) {
-	plan := Plan(l)
+	plan := layerplan.Of(l)
 	epoch := strconv.FormatInt(l.SourceDateEpoch, 10)
 	// The layers are a plain chain of steps, not llb.Diff of each step
 	// merged onto the base (llb.Merge): that exports the same blobs, but
@@ -96,16 +95,16 @@ func state(l *lock.Lock, platform ocispecs.Platform, initBin []byte, a *auth.Acc
 	for _, layer := range plan.Layers {
 		var next llb.State
 		switch layer.Kind {
-		case KindBase:
+		case layerplan.KindBase:
 			continue
-		case KindSystem:
+		case layerplan.KindSystem:
 			debs, err := fetchDebs(layer.Debs, a)
 			if err != nil {
 				return llb.State{}, err
 			}
 			next = install(cur, epoch, debs, debDir, systemScript(),
 				fmt.Sprintf("[system] dpkg --install %d packages", len(layer.Debs)))
-		case KindVenv:
+		case layerplan.KindVenv:
 			script, err := venvScript(l)
 			if err != nil {
 				return llb.State{}, err
@@ -116,16 +115,16 @@ func state(l *lock.Lock, platform ocispecs.Platform, initBin []byte, a *auth.Acc
 			}
 			next = install(cur, epoch, pip, wheelDir, script,
 				fmt.Sprintf("[venv] %s -m venv %s, pip %s from the locked wheel", l.Python.Path, initconfig.VenvPath, l.Resolver.Version))
-		case KindBig, KindPeriphery:
+		case layerplan.KindBig, layerplan.KindPeriphery:
 			wheels, err := fetchWheels(layer.Wheels, a)
 			if err != nil {
 				return llb.State{}, err
 			}
 			next = install(cur, epoch, wheels, wheelDir, pipScript(layer.Wheels),
 				fmt.Sprintf("[%s] pip install --no-index --no-deps %s", layer.Name, wheelList(layer.Wheels)))
-		case KindInit:
-			next = install(cur, epoch, initFiles(l, initBin), filesDir, initScript, "[init] "+InitPath)
-		case KindRuntime:
+		case layerplan.KindInit:
+			next = install(cur, epoch, initFiles(l, initBin), filesDir, initScript, "[init] "+initconfig.InitPath)
+		case layerplan.KindRuntime:
 			files, err := runtimeFiles(l)
 			if err != nil {
 				return llb.State{}, err
@@ -305,7 +304,7 @@ func initFiles(l *lock.Lock, initBin []byte) llb.State {
 }
 
 var initScript = `set -eu
-install -D -m 0755 ` + filesDir + `/imagectl-init ` + InitPath
+install -D -m 0755 ` + filesDir + `/imagectl-init ` + initconfig.InitPath
 
 // runtimeFiles holds the runtime config, from scratch, to be installed by
 // runtimeStepScript.

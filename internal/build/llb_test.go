@@ -14,6 +14,7 @@ import (
 	"github.com/moby/buildkit/solver/pb"
 	digest "github.com/opencontainers/go-digest"
 
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 )
@@ -78,7 +79,7 @@ func TestDefinitionSources(t *testing.T) {
 		t.Fatalf("image sources = %v, want exactly the base", imgs)
 	}
 	for id := range imgs {
-		if want := "docker-image://" + Plan(l).Base; id != want {
+		if want := "docker-image://" + layerplan.Of(l).Base; id != want {
 			t.Errorf("base source = %q, want %q (pinned by manifest digest)", id, want)
 		}
 	}
@@ -190,8 +191,8 @@ func TestDefinitionLayers(t *testing.T) {
 	if got := len(chain); got != 9 {
 		t.Fatalf("the image's root is a chain of %d ops, want 9 (the base and one step per planned layer)", got)
 	}
-	if s := g.ops[chain[0]].GetSource(); s == nil || s.Identifier != "docker-image://"+Plan(l).Base {
-		t.Errorf("bottom of the chain is %v, want the base image %s", g.ops[chain[0]].Op, Plan(l).Base)
+	if s := g.ops[chain[0]].GetSource(); s == nil || s.Identifier != "docker-image://"+layerplan.Of(l).Base {
+		t.Errorf("bottom of the chain is %v, want the base image %s", g.ops[chain[0]].Op, layerplan.Of(l).Base)
 	}
 	for i, d := range chain[1:] {
 		if g.ops[d].GetExec() == nil {
@@ -254,10 +255,10 @@ func TestDefinitionInitLayer(t *testing.T) {
 	execs := g.execs()
 	initStep := strings.Join(execs[len(execs)-2].Meta.Args, " ")
 	runtimeStep := strings.Join(execs[len(execs)-1].Meta.Args, " ")
-	if !strings.Contains(initStep, "/imagectl-init "+InitPath) || strings.Contains(initStep, initconfig.Path) {
-		t.Errorf("init step %q: want it to install %s alone", initStep, InitPath)
+	if !strings.Contains(initStep, "/imagectl-init "+initconfig.InitPath) || strings.Contains(initStep, initconfig.Path) {
+		t.Errorf("init step %q: want it to install %s alone", initStep, initconfig.InitPath)
 	}
-	if !strings.Contains(runtimeStep, "/runtime.json "+initconfig.Path) || strings.Contains(runtimeStep, InitPath) {
+	if !strings.Contains(runtimeStep, "/runtime.json "+initconfig.Path) || strings.Contains(runtimeStep, initconfig.InitPath) {
 		t.Errorf("last step %q: want it to install %s alone", runtimeStep, initconfig.Path)
 	}
 	var cfg initconfig.Config
@@ -305,7 +306,7 @@ func TestPeripheryChangeKeepsBigLayers(t *testing.T) {
 		t.Fatalf("layer count changed: %d -> %d", len(oin), len(nin))
 	}
 	names := []string{}
-	for _, layer := range Plan(oldLock).Layers {
+	for _, layer := range layerplan.Of(oldLock).Layers {
 		names = append(names, layer.Name)
 	}
 	if len(names) != len(oin) {

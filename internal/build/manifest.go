@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"imagectl/internal/auth"
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/lock"
 )
 
@@ -152,8 +153,8 @@ func readIndex(ctx context.Context, r *Result, o *options, targets []buildTarget
 // base's.
 func nameLayers(l *lock.Lock, descs []v1.Descriptor) []LayerInfo {
 	var planned []string
-	for _, layer := range Plan(l).Layers {
-		if layer.Kind != KindBase {
+	for _, layer := range layerplan.Of(l).Layers {
+		if layer.Kind != layerplan.KindBase {
 			planned = append(planned, layer.Name)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/lock"
 )
 
@@ -27,7 +28,7 @@ func TestPlan(t *testing.T) {
 		{"demo-core not frozen", notFrozen, []string{"base", "system", "venv", "big:nvidia-nccl-cu12", "big:torch", "periphery", "init", "runtime"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Plan(tc.lock)
+			p := layerplan.Of(tc.lock)
 			var got []string
 			for _, l := range p.Layers {
 				got = append(got, l.Name)
@@ -40,7 +41,7 @@ func TestPlan(t *testing.T) {
 }
 
 func TestPlanSortsAndPins(t *testing.T) {
-	p := Plan(unitLock())
+	p := layerplan.Of(unitLock())
 	if want := "registry.example.invalid:5000/imagectl/debian-base@sha256:" + sum("manifest"); p.Base != want {
 		t.Errorf("Plan().Base = %q, want %q", p.Base, want)
 	}
@@ -56,7 +57,7 @@ func TestPlanSortsAndPins(t *testing.T) {
 
 func TestPlanPullsFromMirror(t *testing.T) {
 	l := &lock.Lock{Base: lock.Base{Ref: "nvidia/cuda:12.1.1-runtime-ubuntu22.04", Mirror: "127.0.0.1:5000/platform/mirror/nvidia/cuda", ManifestDigest: "sha256:m"}}
-	if got, want := Plan(l).Base, "127.0.0.1:5000/platform/mirror/nvidia/cuda@sha256:m"; got != want {
+	if got, want := layerplan.Of(l).Base, "127.0.0.1:5000/platform/mirror/nvidia/cuda@sha256:m"; got != want {
 		t.Errorf("Plan().Base = %q, want the mirror's copy %q", got, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	gateway "github.com/moby/buildkit/frontend/gateway/client"
 
 	"imagectl/internal/auth"
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 )
@@ -40,7 +41,7 @@ func preflight(ctx context.Context, l *lock.Lock, o *options, target string) (ma
 		reg := r.Context().RegistryStr()
 		scopes[reg] = append(scopes[reg], r.Context().Scope(action))
 	}
-	add(Plan(l).Base, transport.PullScope)
+	add(layerplan.Of(l).Base, transport.PullScope)
 	if target != "" {
 		add(target, transport.PushScope)
 	}

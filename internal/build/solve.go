@@ -19,6 +19,7 @@ import (
 	digest "github.com/opencontainers/go-digest"
 	ocispecs "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
 )
@@ -222,7 +223,7 @@ func solveTarget(ctx context.Context, c Client, o *options, sopt client.SolveOpt
 	buildFunc := func(ctx context.Context, gc gateway.Client) (*gateway.Result, error) {
 		// The base's config is asked for beside the solve (two round trips
 		// to buildkitd at once instead of one after the other).
-		baseRef := Plan(t.lock).Base
+		baseRef := layerplan.Of(t.lock).Base
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		type baseConfig struct {

@@ -19,6 +19,10 @@ import (
 // Path is where the build bakes the runtime config into the image.
 const Path = "/etc/imagectl/runtime.json"
 
+// InitPath is where the build installs the init binary: the image's
+// entrypoint.
+const InitPath = "/usr/local/bin/imagectl-init"
+
 // VenvPath is the Python virtual environment every wheel goes into: the
 // build creates it, the SBOM reads its METADATA and the verifier's probes
 // run its python.

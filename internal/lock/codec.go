@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 
 	"imagectl/internal/atomicfile"
@@ -100,16 +101,16 @@ func (l Lock) ContentDigest() (string, error) {
 // Marshal normalizes l, sets its Digest and returns the canonical file
 // content: indented JSON with a trailing newline.
 func Marshal(l *Lock) ([]byte, error) {
-	if err := l.seal(); err != nil {
+	if err := l.Seal(); err != nil {
 		return nil, err
 	}
 	return encode(l)
 }
 
-// seal normalizes l and sets its schema version (when unset) and its
+// Seal normalizes l and sets its schema version (when unset) and its
 // Digest: the lock the build labels its image with is then the lock file's
 // digest, written or not.
-func (l *Lock) seal() error {
+func (l *Lock) Seal() error {
 	l.Normalize()
 	if l.SchemaVersion == 0 {
 		l.SchemaVersion = SchemaVersion
@@ -172,4 +173,9 @@ func Write(path string, l *Lock) error {
 		return err
 	}
 	return atomicfile.Write(path, b, 0o644)
+}
+
+// Path is where the lock of image name lives under dir: dir/<name>/lock.json.
+func Path(dir, name string) string {
+	return filepath.Join(dir, name, FileName)
 }

@@ -1,9 +1,15 @@
 // Package lock owns the lock file: the exact, hash-pinned artifacts a spec
 // resolves to. The lock is the only input of the build, and what the sign,
-// verify and promote stages bind to.
+// verify and promote stages bind to. This package is the format (schema,
+// codec, platforms, diff); resolving a spec to a lock is
+// internal/lock/resolve's, which runs steps on BuildKit, so that the many
+// readers of a lock do not link BuildKit.
 package lock
 
 import (
+	"fmt"
+	"strings"
+
 	"imagectl/internal/initconfig"
 	"imagectl/internal/spec"
 )
@@ -148,4 +154,31 @@ type Python struct {
 	// lock installs it (python3.X and python3.X-venv, in Apt) from the
 	// base's own apt repositories.
 	Provider string `json:"provider"`
+}
+
+// Pull returns the reference builds pull the base by: the mirror's copy
+// when there is one, else Ref's repository, pinned by the platform manifest
+// digest (the index digest when the lock has none).
+func (b Base) Pull() string {
+	repo := b.Mirror
+	if repo == "" {
+		repo = b.Ref
+		if i := strings.Index(repo, "@"); i >= 0 {
+			repo = repo[:i]
+		}
+		// Strip a tag, but not a registry port: the tag is after the last '/'.
+		if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+			repo = repo[:i]
+		}
+	}
+	d := b.ManifestDigest
+	if d == "" {
+		d = b.IndexDigest
+	}
+	return repo + "@" + d
+}
+
+// String is the core in one line, for messages.
+func (c Core) String() string {
+	return fmt.Sprintf("torch %s (%s), cuda %s, python %s, nccl %s, cudnn %s", c.Torch, c.TorchVariant, c.CUDA, c.Python, c.NCCL, c.CUDNN)
 }

@@ -8,10 +8,9 @@ import (
 
 // TestDeps: promotion reads verification results (internal/verify/result)
 // and vulnerability scans (internal/scan/report), never verify's runtimes
-// (client-go, the containerd client, NVML) nor grype. BuildKit's client
-// and containerd's remotes are still linked through internal/lock (its
-// resolver lives beside the schema) and internal/auth (BuildKit session
-// auth): only their containerd client is checked until those split.
+// (client-go, containerd, NVML) nor grype, and reads locks
+// (internal/lock, the format) without their resolution's BuildKit
+// (internal/lock/resolve).
 func TestDeps(t *testing.T) {
-	testenv.CheckDeps(t, testenv.ClientGo, testenv.NVML, testenv.Grype, testenv.Containerd+"/containerd/v2/client")
+	testenv.CheckDeps(t, testenv.BuildKit, testenv.ClientGo, testenv.Containerd, testenv.NVML, testenv.Grype)
 }

@@ -13,7 +13,7 @@ import (
 	"imagectl/internal/auth"
 	"imagectl/internal/build"
 	"imagectl/internal/exitcode"
-	"imagectl/internal/lock"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/spec"
 	"imagectl/internal/testenv/faultproxy"
 )
@@ -74,7 +74,7 @@ func (d *faultyDemo) stages(t *testing.T) *Real {
 	// An index cache of the test's own: the lock's proxy reads every wheel
 	// from the faulty index (and retries there), and the build's buildkitd
 	// fetches each again by its locked URL (build re-solves when one fails).
-	r.cfg.LockOptions = append(r.cfg.LockOptions, lock.WithAccess(d.access), lock.WithIndexCache(d.indexCache))
+	r.cfg.LockOptions = append(r.cfg.LockOptions, resolve.WithAccess(d.access), resolve.WithIndexCache(d.indexCache))
 	r.cfg.BuildOptions = append(r.cfg.BuildOptions, build.WithAccess(d.access))
 	return r
 }

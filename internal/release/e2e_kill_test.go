@@ -22,6 +22,7 @@ import (
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/promote"
 	"imagectl/internal/releasefile"
 	"imagectl/internal/sign"
@@ -160,7 +161,7 @@ func newKillMoment(t *testing.T, ctx context.Context, dr *demoRelease, base *loc
 	// The same resolution; only the repositories (and so the inputs) differ.
 	l := *base
 	l.Repos = km.img.Repos
-	if l.Spec.InputsDigest, err = lock.InputsDigest(km.img); err != nil {
+	if l.Spec.InputsDigest, err = resolve.InputsDigest(km.img); err != nil {
 		t.Fatal(err)
 	}
 	path := lock.Path(km.images, km.img.Name)

@@ -24,6 +24,7 @@ import (
 	"imagectl/internal/build"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
 	"imagectl/internal/promote"
@@ -120,7 +121,7 @@ func TestReleasePrivateEndToEnd(t *testing.T) {
 		r, err := NewReal(Config{
 			ImagesDir:    images,
 			LockMissing:  true,
-			LockOptions:  []lock.Option{lock.WithBuildkit(env.BuildkitHost), lock.WithAccess(a)},
+			LockOptions:  []resolve.Option{resolve.WithBuildkit(env.BuildkitHost), resolve.WithAccess(a)},
 			Buildkit:     c,
 			BuildOptions: []build.Option{build.WithInit(initBin), build.WithAccess(a)},
 			BuildStatus: func(string) (chan *client.SolveStatus, func()) {

@@ -13,6 +13,7 @@ import (
 
 	"imagectl/internal/build"
 	"imagectl/internal/lock"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/sign"
 	"imagectl/internal/spec"
 	"imagectl/internal/testenv"
@@ -98,7 +99,7 @@ func (d *demoRelease) stages(t *testing.T, month string, skip ...string) *Real {
 	r, err := NewReal(Config{
 		ImagesDir:               d.images,
 		LockMissing:             true,
-		LockOptions:             []lock.Option{lock.WithBuildkit(d.env.BuildkitHost)},
+		LockOptions:             []resolve.Option{resolve.WithBuildkit(d.env.BuildkitHost)},
 		Buildkit:                d.c,
 		BuildOptions:            []build.Option{build.WithInit(filepath.Join(d.env.Bin, "imagectl-init"))},
 		SignOptions:             []sign.Option{sign.WithKey(d.keys.signKey, e2ePassword)},
@@ -126,9 +127,9 @@ func (d *demoRelease) nextMonth(t *testing.T, ctx context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upgraded, err := lock.Upgrade(ctx, d.imgs[0], old, lock.WithBuildkit(d.env.BuildkitHost))
+	upgraded, err := resolve.Upgrade(ctx, d.imgs[0], old, resolve.WithBuildkit(d.env.BuildkitHost))
 	if err != nil {
-		t.Fatalf("lock.Upgrade() = %v", err)
+		t.Fatalf("resolve.Upgrade() = %v", err)
 	}
 	if err := lock.Write(path, upgraded); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"imagectl/internal/build"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
 	"imagectl/internal/sign"
@@ -79,7 +80,7 @@ func TestReleasePyTorchSpecEndToEnd(t *testing.T) {
 	signKey, signPub, verKey, verPub := keys.signKey, keys.signPub, keys.verKey, keys.verPub
 	c := dialE2E(t, ctx, env.BuildkitHost)
 	images, cache := filepath.Join(dir, "images"), filepath.Join(dir, "index-cache")
-	lockOpts := []lock.Option{lock.WithBuildkit(env.BuildkitHost), lock.WithIndexCache(cache), lock.WithRoot(env.Root)}
+	lockOpts := []resolve.Option{resolve.WithBuildkit(env.BuildkitHost), resolve.WithIndexCache(cache), resolve.WithRoot(env.Root)}
 	r, err := NewReal(Config{
 		ImagesDir:           images,
 		LockMissing:         true,
@@ -104,7 +105,7 @@ func TestReleasePyTorchSpecEndToEnd(t *testing.T) {
 
 	for _, n := range []string{"pytorch-2.6-cu118-py3.10", "pytorch-2.6-cu121-py3.10"} {
 		oc := byName[n]
-		var pe *lock.PythonError
+		var pe *resolve.PythonError
 		if oc.FailedStage != StageLock || !errors.As(oc.Err, &pe) || !strings.Contains(oc.Err.Error(), "offer python3.11; the spec asks python 3.10") {
 			t.Errorf("%s: failed stage %q, err %v; want the lock to fail saying the base offers python3.11, not 3.10", n, oc.FailedStage, oc.Err)
 		}
@@ -182,7 +183,7 @@ func TestReleasePyTorchSpecEndToEnd(t *testing.T) {
 			again = img
 		}
 	}
-	if _, err := lock.Resolve(ctx, again, lockOpts...); err != nil {
+	if _, err := resolve.Image(ctx, again, lockOpts...); err != nil {
 		t.Fatalf("second lock of %s = %v", again.Name, err)
 	}
 	if n := downloadBytes(logbuf.String()); n != 0 {

@@ -18,6 +18,7 @@ import (
 	"imagectl/internal/build"
 	"imagectl/internal/compat"
 	"imagectl/internal/lock"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/logs"
 	"imagectl/internal/mirror"
 	"imagectl/internal/releasefile"
@@ -34,8 +35,8 @@ type Config struct {
 	// LockMissing resolves and writes a lock that does not exist yet instead
 	// of failing the lock stage.
 	LockMissing bool
-	// LockOptions are passed to lock.Resolve when LockMissing applies.
-	LockOptions []lock.Option
+	// LockOptions are passed to resolve.Image when LockMissing applies.
+	LockOptions []resolve.Option
 	// MirrorOptions are passed to mirror.Run, which copies the base of an
 	// image with repos.mirror before its missing lock is resolved.
 	MirrorOptions []mirror.Option
@@ -77,7 +78,7 @@ type Config struct {
 	Month string
 	// Access gives every stage its registry and index credentials and TLS
 	// trust (nil is auth.Default()); pass the same to LockOptions and
-	// BuildOptions (lock.WithAccess, build.WithAccess).
+	// BuildOptions (resolve.WithAccess, build.WithAccess).
 	Access *auth.Access
 	// RemoteOptions are further options for every registry call, after
 	// Access's keychain and transport.
@@ -152,7 +153,7 @@ func (r *Real) Lock(ctx context.Context, img spec.Image) (*lock.Lock, error) {
 				return nil, err
 			}
 		}
-		if l, err = lock.Resolve(ctx, img, r.cfg.LockOptions...); err != nil {
+		if l, err = resolve.Image(ctx, img, r.cfg.LockOptions...); err != nil {
 			return nil, err
 		}
 		if err := lock.Write(path, l); err != nil {
@@ -163,7 +164,7 @@ func (r *Real) Lock(ctx context.Context, img spec.Image) (*lock.Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := lock.Check(ctx, img, l); err != nil {
+	if err := resolve.Check(ctx, img, l); err != nil {
 		return nil, err
 	}
 	return l, nil

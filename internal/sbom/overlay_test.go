@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"imagectl/internal/build"
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 	"imagectl/internal/sbom"
@@ -37,7 +36,7 @@ func image(t *testing.T, layers ...[]sbomtest.File) v1.Image {
 
 var (
 	osRel  = sbomtest.File{Path: "/etc/os-release", Body: "ID=debian\nVERSION_ID=12\n"}
-	initF  = sbomtest.File{Path: build.InitPath, Body: "init"}
+	initF  = sbomtest.File{Path: initconfig.InitPath, Body: "init"}
 	debA   = lock.Deb{Name: "a", Version: "1", Arch: "amd64"}
 	debB   = lock.Deb{Name: "b", Version: "2", Arch: "amd64"}
 	numpy  = lock.Wheel{Name: "numpy", Version: "1.26.4", SHA256: strings.Repeat("d", 64)}
@@ -117,7 +116,7 @@ func TestReadOverlay(t *testing.T) {
 		name:    "no init",
 		l:       &lock.Lock{Name: "x"},
 		layers:  [][]sbomtest.File{{osRel}, {}},
-		wantErr: "has no " + build.InitPath + " (not an imagectl build)",
+		wantErr: "has no " + initconfig.InitPath + " (not an imagectl build)",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			inv, err := sbom.Read(context.Background(), image(t, tc.layers...), tc.l)

@@ -23,7 +23,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"imagectl/internal/build"
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 	"imagectl/internal/logs"
@@ -119,9 +119,9 @@ func Read(ctx context.Context, img v1.Image, l *lock.Lock) (*Inventory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the image's layers: %w", err)
 	}
-	var planned []build.Layer
-	for _, pl := range build.Plan(l).Layers {
-		if pl.Kind != build.KindBase {
+	var planned []layerplan.Layer
+	for _, pl := range layerplan.Of(l).Layers {
+		if pl.Kind != layerplan.KindBase {
 			planned = append(planned, pl)
 		}
 	}
@@ -130,7 +130,7 @@ func Read(ctx context.Context, img v1.Image, l *lock.Lock) (*Inventory, error) {
 		return nil, mismatch(l, "the image has %d layers, fewer than the %d the lock plans", len(layers), len(planned))
 	}
 	ov := newOverlay(func(p string) bool {
-		if p == StatusPath || p == build.InitPath || slices.Contains(osRelease, p) {
+		if p == StatusPath || p == initconfig.InitPath || slices.Contains(osRelease, p) {
 			return true
 		}
 		ok, _ := path.Match(venvMetadata, p)
@@ -139,7 +139,7 @@ func Read(ctx context.Context, img v1.Image, l *lock.Lock) (*Inventory, error) {
 	log := logs.From(ctx)
 	var fromLock []lock.Wheel // wheels of the layers not read
 	for i := len(layers) - 1; i >= 0; i-- {
-		if i >= nbase && planned[i-nbase].Kind == build.KindBig {
+		if i >= nbase && planned[i-nbase].Kind == layerplan.KindBig {
 			fromLock = append(fromLock, planned[i-nbase].Wheels...)
 			continue
 		}
@@ -249,9 +249,9 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 	}
 
 	// The init.
-	if b, ok := ov.file(build.InitPath); ok {
+	if b, ok := ov.file(initconfig.InitPath); ok {
 		sum := sha256.Sum256(b)
-		p := Package{Type: TypeInit, Name: path.Base(build.InitPath), Origin: OriginImagectl, SHA256: hex.EncodeToString(sum[:]), Path: build.InitPath}
+		p := Package{Type: TypeInit, Name: path.Base(initconfig.InitPath), Origin: OriginImagectl, SHA256: hex.EncodeToString(sum[:]), Path: initconfig.InitPath}
 		if bi, err := buildinfo.Read(bytes.NewReader(b)); err == nil {
 			p.GoVersion, p.Module = bi.GoVersion, bi.Main.Path
 			if v := bi.Main.Version; v != "" && v != "(devel)" {
@@ -265,7 +265,7 @@ func inventory(ov *overlay, l *lock.Lock, fromLock []lock.Wheel) (*Inventory, er
 		}
 		inv.Packages = append(inv.Packages, p)
 	} else {
-		return nil, mismatch(l, "the image has no %s (not an imagectl build)", build.InitPath)
+		return nil, mismatch(l, "the image has no %s (not an imagectl build)", initconfig.InitPath)
 	}
 
 	slices.SortStableFunc(inv.Packages, func(a, b Package) int {

@@ -7,10 +7,10 @@ import (
 )
 
 // TestDeps: the scan runs grype over the signed SBOM and reads release
-// files (internal/releasefile), never verify's runtimes (client-go, NVML).
+// files (internal/releasefile), never verify's runtimes (client-go, NVML)
+// nor BuildKit (the lock format and the layer plan it reads carry none).
 // grype's image loader (stereoscope) links the containerd client itself,
-// and BuildKit comes through internal/lock and internal/auth (see
-// promote's TestDeps), so neither is checked here.
+// so containerd is not checked here.
 func TestDeps(t *testing.T) {
-	testenv.CheckDeps(t, testenv.ClientGo, testenv.NVML)
+	testenv.CheckDeps(t, testenv.BuildKit, testenv.ClientGo, testenv.NVML)
 }

@@ -10,7 +10,7 @@ import (
 
 	"imagectl/internal/build"
 	"imagectl/internal/exitcode"
-	"imagectl/internal/lock"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/spec"
 )
 
@@ -49,7 +49,7 @@ func (f *builderFlags) clientOptions(addr string) ([]client.ClientOpt, error) {
 }
 
 // lockOptions route each --builder platform's jobs, and give addr its TLS.
-func (f *builderFlags) lockOptions(addr string) ([]lock.Option, error) {
+func (f *builderFlags) lockOptions(addr string) ([]resolve.Option, error) {
 	bs, err := f.builders()
 	if err != nil {
 		return nil, err
@@ -58,13 +58,13 @@ func (f *builderFlags) lockOptions(addr string) ([]lock.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []lock.Option{lock.WithBuildkitOptions(copts...)}
+	opts := []resolve.Option{resolve.WithBuildkitOptions(copts...)}
 	for _, b := range bs {
 		bopts, err := f.clientOptions(b.Addr)
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, lock.WithPlatformBuildkit(b.Platform, b.Addr, bopts...))
+		opts = append(opts, resolve.WithPlatformBuildkit(b.Platform, b.Addr, bopts...))
 	}
 	return opts, nil
 }
@@ -99,12 +99,12 @@ func (f *builderFlags) dial(ctx context.Context, addr string, timeout time.Durat
 // releaseOptions are the lock and build options of --builder for a
 // release of imgs; a builder for a platform none of them has is a usage
 // error. The returned function closes the builders' clients.
-func (f *builderFlags) releaseOptions(ctx context.Context, imgs []spec.Image, addr string, timeout time.Duration) ([]lock.Option, []build.Option, func(), error) {
+func (f *builderFlags) releaseOptions(ctx context.Context, imgs []spec.Image, addr string, timeout time.Duration) ([]resolve.Option, []build.Option, func(), error) {
 	lopts, err := f.lockOptions(addr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := lock.CheckPlatformBuilders(imgs, lopts...); err != nil {
+	if err := resolve.CheckPlatformBuilders(imgs, lopts...); err != nil {
 		return nil, nil, nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--builder: %w", err))
 	}
 	bopts, closeAll, err := f.buildOptions(ctx, timeout)

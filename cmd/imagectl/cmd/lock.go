@@ -10,6 +10,7 @@ import (
 	"imagectl/internal/build"
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
+	"imagectl/internal/lock/resolve"
 	"imagectl/internal/spec"
 )
 
@@ -46,7 +47,7 @@ func (f *lockFlags) addResolve(cmd *cobra.Command) {
 
 // resolve loads the images the flags and args select and the lock options
 // that resolve them; the --builder flags are checked first.
-func (f *lockFlags) resolve(cmd *cobra.Command, args []string) ([]spec.Image, []lock.Option, error) {
+func (f *lockFlags) resolve(cmd *cobra.Command, args []string) ([]spec.Image, []resolve.Option, error) {
 	addr := build.Addr(f.addr) // build's and release's default
 	bopts, err := f.builders.lockOptions(addr)
 	if err != nil {
@@ -56,15 +57,15 @@ func (f *lockFlags) resolve(cmd *cobra.Command, args []string) ([]spec.Image, []
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := lock.CheckPlatformBuilders(imgs, bopts...); err != nil {
+	if err := resolve.CheckPlatformBuilders(imgs, bopts...); err != nil {
 		return nil, nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("--builder: %w", err))
 	}
 	opts := append(lockOptions(cmd, addr, f.packages), bopts...)
 	if f.cache != "" {
-		opts = append(opts, lock.WithIndexCache(f.cache))
+		opts = append(opts, resolve.WithIndexCache(f.cache))
 	}
 	if f.proxy != "" {
-		opts = append(opts, lock.WithIndexProxyAddr(f.proxy))
+		opts = append(opts, resolve.WithIndexProxyAddr(f.proxy))
 	}
 	return imgs, opts, nil
 }
@@ -132,7 +133,7 @@ func newLockCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return lock.LockAll(cmd.Context(), f.dir, imgs, opts...)
+			return resolve.LockAll(cmd.Context(), f.dir, imgs, opts...)
 		},
 	}
 	f.addSelection(cmd)
@@ -175,7 +176,7 @@ func runLockCheck(cmd *cobra.Command, args []string, f *lockFlags) error {
 	if err != nil {
 		return err
 	}
-	res, err := lock.CheckAll(cmd.Context(), f.dir, imgs)
+	res, err := resolve.CheckAll(cmd.Context(), f.dir, imgs)
 	if asJSON {
 		if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
 			return werr
@@ -221,7 +222,7 @@ func runLockUpgrade(cmd *cobra.Command, args []string, f *lockFlags) error {
 	if err != nil {
 		return err
 	}
-	changes, err := lock.UpgradeAll(cmd.Context(), f.dir, imgs, opts...)
+	changes, err := resolve.UpgradeAll(cmd.Context(), f.dir, imgs, opts...)
 	if werr := printChanges(cmd, changes, asJSON); werr != nil && err == nil {
 		err = werr
 	}
@@ -244,8 +245,8 @@ func loadImages(cmd *cobra.Command, sf specFlags, args, names []string) ([]spec.
 	return sel, nil
 }
 
-func lockOptions(cmd *cobra.Command, addr string, packages []string) []lock.Option {
-	return []lock.Option{lock.WithBuildkit(addr), lock.WithPackages(packages...), lock.WithAccess(accessOf(cmd))}
+func lockOptions(cmd *cobra.Command, addr string, packages []string) []resolve.Option {
+	return []resolve.Option{resolve.WithBuildkit(addr), resolve.WithPackages(packages...), resolve.WithAccess(accessOf(cmd))}
 }
 
 func printChanges(cmd *cobra.Command, changes map[string]lock.Changes, asJSON bool) error {

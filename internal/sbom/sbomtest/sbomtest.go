@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"imagectl/internal/build"
+	"imagectl/internal/build/layerplan"
 	"imagectl/internal/initconfig"
 	"imagectl/internal/lock"
 )
@@ -105,7 +105,7 @@ func DistInfo(name, version string) File {
 }
 
 // Image returns an image as imagectl builds one from l on the default base
-// (BaseDebs in a Debian 12 layer): the planned layers of build.Plan(l) in
+// (BaseDebs in a Debian 12 layer): the planned layers of layerplan.Of(l) in
 // order, each with the files its step leaves.
 func Image(l *lock.Lock) (v1.Image, error) {
 	base, err := Layer(
@@ -117,12 +117,12 @@ func Image(l *lock.Lock) (v1.Image, error) {
 		return nil, err
 	}
 	layers := []v1.Layer{base}
-	for _, pl := range build.Plan(l).Layers {
+	for _, pl := range layerplan.Of(l).Layers {
 		var files []File
 		switch pl.Kind {
-		case build.KindBase:
+		case layerplan.KindBase:
 			continue
-		case build.KindSystem:
+		case layerplan.KindSystem:
 			// dpkg rewrites its whole database: the base's packages, the
 			// locked ones upgrading some of them.
 			all := map[string]lock.Deb{}
@@ -134,19 +134,19 @@ func Image(l *lock.Lock) (v1.Image, error) {
 				debs = append(debs, d)
 			}
 			files = append(files, File{Path: "/var/lib/dpkg/status", Body: Status(debs...)})
-		case build.KindVenv:
+		case layerplan.KindVenv:
 			pip := PipVersion
 			if l.Resolver.Version != "" {
 				pip = l.Resolver.Version
 			}
 			files = append(files, DistInfo("pip", pip), File{Path: initconfig.VenvPath + "/pyvenv.cfg", Body: "home = /usr/bin\n"})
-		case build.KindBig, build.KindPeriphery:
+		case layerplan.KindBig, layerplan.KindPeriphery:
 			for _, w := range pl.Wheels {
 				files = append(files, DistInfo(w.Name, w.Version))
 			}
-		case build.KindInit:
-			files = append(files, File{Path: build.InitPath, Body: string(InitBinary)})
-		case build.KindRuntime:
+		case layerplan.KindInit:
+			files = append(files, File{Path: initconfig.InitPath, Body: string(InitBinary)})
+		case layerplan.KindRuntime:
 			files = append(files, File{Path: initconfig.Path, Body: "{}\n"})
 		}
 		ly, err := Layer(files...)

@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/containerd/stargz-snapshotter/estargz"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -320,6 +321,11 @@ func spoolTar(l v1.Layer, dst string) ([]string, error) {
 		}
 		if h.Typeflag == tar.TypeReg {
 			names = append(names, n)
+		}
+		// eStargz cannot hold 1970-01-01T00:00:00Z (fileEpoch): a base
+		// layer's file of that time gets one second later.
+		if h.ModTime.Unix() == 0 {
+			h.ModTime = time.Unix(1, 0)
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, err

@@ -24,7 +24,7 @@ import (
 // solveOpt returns the exporters and caches, and the push target (repo or
 // repo:tag; empty when not pushing).
 func solveOpt(l *lock.Lock, o *options) (client.SolveOpt, string, error) {
-	epoch := strconv.FormatInt(l.SourceDateEpoch, 10)
+	epoch := strconv.FormatInt(o.fileEpoch(l), 10)
 	rewrite := strconv.FormatBool(o.rewrite)
 	img := map[string]string{
 		string(exptypes.OptKeyRewriteTimestamp): rewrite,

@@ -61,7 +61,7 @@ func State(ctx context.Context, l *lock.Lock, opts ...Option) (llb.State, error)
 	if err != nil {
 		return llb.State{}, fmt.Errorf("reading the init binary: %w (build it with `make build`, or pass --init)", err)
 	}
-	return state(l, plat, initBin, o.access)
+	return state(l, o.fileEpoch(l), plat, initBin, o.access)
 }
 
 // Definition marshals State for the lock's platform: the LLB that Solve sends to
@@ -82,9 +82,25 @@ func Definition(ctx context.Context, l *lock.Lock, opts ...Option) (*llb.Definit
 	return def, nil
 }
 
-func state(l *lock.Lock, platform ocispecs.Platform, initBin []byte, a *auth.Access) (llb.State, error) {
+// fileEpoch is the SOURCE_DATE_EPOCH the install steps stamp every file
+// with, and the exporter's: the lock's, except that an eStargz layer cannot
+// hold a file of 1970-01-01T00:00:00Z. eStargz's table of contents leaves a
+// zero Unix time out (estargz.formatModtime), and stargz-snapshotter then
+// serves the lazily mounted file as of 0001-01-01 (mtime -62135596800); a
+// lock from a base created at the epoch (reproducible bases are) made
+// torch's ptxas segfault on the H200, stat-ing Triton's sources for
+// -lineinfo (docs/build.md, "Lazy pulling"). So eStargz builds of such a
+// lock stamp their files one second later; other compressions keep 0.
+func (o *options) fileEpoch(l *lock.Lock) int64 {
+	if o.compression == "estargz" && l.SourceDateEpoch == 0 {
+		return 1
+	}
+	return l.SourceDateEpoch
+}
+
+func state(l *lock.Lock, fileEpoch int64, platform ocispecs.Platform, initBin []byte, a *auth.Access) (llb.State, error) {
 	plan := layerplan.Of(l)
-	epoch := strconv.FormatInt(l.SourceDateEpoch, 10)
+	epoch := strconv.FormatInt(fileEpoch, 10)
 	// The layers are a plain chain of steps, not llb.Diff of each step
 	// merged onto the base (llb.Merge): that exports the same blobs, but
 	// BuildKit indexes each diff record under the chain of the layer it

@@ -362,3 +362,43 @@ func TestSHA256Digest(t *testing.T) {
 		}
 	}
 }
+
+// An eStargz build of a lock whose SOURCE_DATE_EPOCH is 0 stamps its files
+// one second later: eStargz's TOC leaves a zero time out and
+// stargz-snapshotter then serves the file as of year 1 (fileEpoch). Other
+// compressions keep the lock's 0, and a non-zero epoch is kept by all.
+func TestFileEpochEstargz(t *testing.T) {
+	for _, tc := range []struct {
+		compression string
+		epoch       int64
+		want        string
+	}{
+		{"estargz", 0, "1"},
+		{"gzip", 0, "0"},
+		{"", 0, "0"},
+		{"estargz", 1700000000, "1700000000"},
+	} {
+		l := unitLock()
+		l.SourceDateEpoch = tc.epoch
+		_, g := marshal(t, l, fakeInit(t), WithCompression(tc.compression))
+		for _, e := range g.execs() {
+			if !slices.Contains(e.Meta.Env, "SOURCE_DATE_EPOCH="+tc.want) {
+				t.Errorf("%q, lock epoch %d: exec env %v, want SOURCE_DATE_EPOCH=%s", tc.compression, tc.epoch, e.Meta.Env, tc.want)
+			}
+		}
+		o, err := makeOptions(WithCompression(tc.compression))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sopt, _, err := solveOpt(l, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sopt.Exports[0].Attrs["source-date-epoch"]; got != tc.want {
+			t.Errorf("%q, lock epoch %d: exporter source-date-epoch %q, want %s", tc.compression, tc.epoch, got, tc.want)
+		}
+		if got := sopt.FrontendAttrs["build-arg:SOURCE_DATE_EPOCH"]; got != tc.want {
+			t.Errorf("%q, lock epoch %d: build-arg SOURCE_DATE_EPOCH %q, want %s", tc.compression, tc.epoch, got, tc.want)
+		}
+	}
+}

@@ -320,7 +320,7 @@ func buildTargets(ctx context.Context, l *lock.Lock, o *options) ([]buildTarget,
 		if err != nil {
 			return nil, fmt.Errorf("reading the init binary: %w (build it with `make build`, or pass --init)", err)
 		}
-		root, err := state(view, plat, initBin, o.access)
+		root, err := state(view, o.fileEpoch(view), plat, initBin, o.access)
 		if err != nil {
 			return nil, err
 		}

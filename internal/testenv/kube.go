@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	authzv1 "k8s.io/api/authorization/v1"
+
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -208,6 +210,28 @@ func (k Kube) LimitedConfig(t testing.TB) *rest.Config {
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}}}
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// The apiserver's RBAC authorizer learns of a new binding from its
+	// informers, a moment after the create returned: until it allows the
+	// ConfigMap, a verification is refused "patch configmaps", not the
+	// "patch jobs" the tests expect.
+	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		User:               "system:serviceaccount:" + ns + ":" + sa.Name,
+		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: "patch", Resource: "configmaps"},
+	}}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the RoleBinding %s/%s is not in force after 30s: %s", ns, rb.Name, got.Status.Reason)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	return k.TokenConfig(t, sa.Name)
 }

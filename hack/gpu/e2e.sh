@@ -308,26 +308,21 @@ cold_verify() {
 }
 
 # incont_diag: waits for verify's compile probe (the container whose
-# torch.compile runs ptxas), then, from the host: traces that probe's
-# processes (strace -f, when the bundle carries strace), saves the
-# container's mounts, limits, status and environment, and runs torch's ptxas
-# inside the container's namespaces (nsenter), adding one part of the
-# container at a time (mount namespace and root; all namespaces; the image's
-# user; the container's environment; its cgroup), on a one-kernel PTX file
-# and on Inductor's once one is written. A crash is caught as a core dump
+# torch.compile runs ptxas), then, from the host: saves the container's
+# mounts, limits, status and environment, and once Inductor has written a
+# PTX file runs torch's ptxas on it inside the container's namespaces
+# (nsenter), adding one part of the container at a time (mount namespace and
+# root; all namespaces; the image's user; the container's environment; its
+# cgroup), stats the PTX's .file sources there, and traces ptxas there and on
+# the host (strace, when the bundle carries it). A crash is caught as a core dump
 # (the kernel's core_pattern piped to dd) beside the binary, its loader and
 # libc, for gdb elsewhere.
 incont_diag() {
   local pid= i ap=/opt/venv/lib/python3.12/site-packages/torch/bin/ptxas cg uid gid
-  local st=() spid=
+  local st=()
   [ -x "$B/strace" ] && st=(env LD_LIBRARY_PATH=$B "$B/strace")
   for i in $(seq 1 6000); do pid=$(pgrep -o -f '/imagectl-probes/compile.py') && break; sleep 0.05; done
   [ -n "$pid" ] || { echo "incont: no compile probe seen"; return; }
-  if [ ${#st[@]} -gt 0 ]; then
-    mkdir -p "$W/stp"
-    "${st[@]}" -f -ff -tt -s 200 -o "$W/stp/p" -p "$pid" 2> "$W/strace-attach.err" &
-    spid=$!
-  fi
   read -r _ uid _ < <(grep '^Uid' /proc/$pid/status); read -r _ gid _ < <(grep '^Gid' /proc/$pid/status)
   cg=$(cut -d: -f3 /proc/$pid/cgroup | head -1)
   echo "incont: compile probe pid $pid uid $uid gid $gid cgroup $cg"
@@ -337,8 +332,7 @@ incont_diag() {
   grep -E ' / ' "$W/incont-mountinfo.txt" | cut -c1-400
   local envv=()
   mapfile -d '' envv < /proc/$pid/environ
-  printf '.version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n' > /proc/$pid/root/tmp/kd.ptx
-  chmod 666 /proc/$pid/root/tmp/kd.ptx; chmod 1777 /proc/$pid/root/tmp
+  chmod 1777 /proc/$pid/root/tmp # the trials as the image's user write there
   # one trial: NAME, the PTX inside the container, then how to enter.
   trial() {
     local n=$1 ptx=$2; shift 2
@@ -346,9 +340,10 @@ incont_diag() {
     echo "incont: $n on $ptx: rc=$?"
   }
   local ns=(nsenter -t "$pid" -m -u -i -n -p -r -w)
+  # the trials that need the probe's own process (its other namespaces and
+  # its cgroup); the mount namespace alone is tried through keep below.
   runall() {
     local ptx=$1 sfx=$2
-    trial "mnt$sfx" "$ptx" nsenter -t "$pid" -m -r -w --
     trial "ns$sfx" "$ptx" "${ns[@]}" --
     trial "user$sfx" "$ptx" "${ns[@]}" -S "$uid" -G "$gid" --
     trial "env$sfx" "$ptx" "${ns[@]}" -S "$uid" -G "$gid" -- /usr/bin/env -i "${envv[@]}"
@@ -363,7 +358,7 @@ incont_diag() {
   # Inductor's own PTX, once it has written one (its tmp is the storage's).
   local ptx=
   for i in $(seq 1 1200); do
-    ptx=$(ls -t /proc/$pid/root/tmp/*.ptx /proc/$pid/root/tmp/*/*.ptx $G/storage/tmp/*.ptx 2>/dev/null | grep -v kd.ptx | head -1)
+    ptx=$(ls -t /proc/$pid/root/tmp/*.ptx /proc/$pid/root/tmp/*/*.ptx $G/storage/tmp/*.ptx 2>/dev/null | head -1)
     [ -n "$ptx" ] || { kill -0 "$pid" 2>/dev/null || break; sleep 0.1; continue; }
     break
   done
@@ -393,26 +388,11 @@ incont_diag() {
     kill -0 "$pid" 2>/dev/null && runall /tmp/ki.ptx -ind
   else echo "incont: no inductor PTX seen"; fi
   kill "$keep" 2>/dev/null
-  [ -n "$spid" ] && { wait "$spid"; echo "incont: strace ended rc=$?"; }
 }
 
-# incont_collect: what incont_diag's trace and core dumps hold, kept small.
+# incont_collect: the core dumps incont_diag caught, with the binary and the
+# libraries gdb needs to read them.
 incont_collect() {
-  if [ -d "$W/stp" ]; then
-    echo "incont: $(ls $W/stp | wc -l) traced processes"
-    grep -l 'execve(".*ptxas' $W/stp/p.* 2>/dev/null | head -20 | while read -r f; do
-      echo "--- $f: $(grep -c . "$f") lines, $(grep -m1 -o 'execve("[^"]*"' "$f")"
-      grep -E 'SIGSEGV|killed|exited' "$f" | head -3
-    done
-    local f
-    for f in $(grep -l 'SIGSEGV' $W/stp/p.* 2>/dev/null | head -3); do
-      cp "$f" "$W/segv-$(basename "$f").txt"
-      echo "--- the last 60 calls of $(basename "$f")"; grep -vE 'mmap|mprotect|munmap|brk\(' "$f" | tail -n 60 | cut -c1-260
-    done
-    grep -h -o 'execve("[^"]*"' $W/stp/p.* | sort | uniq -c | sort -rn | head -15
-    tar -C "$W" -cJf "$OUT/strace.tar.xz" stp 2>/dev/null && ls -la "$OUT/strace.tar.xz"
-    rm -rf "$W/stp"
-  fi
   ls -la $G/cores 2>/dev/null
   local c
   c=$(ls -S $G/cores/core.* 2>/dev/null | head -1)

@@ -27,6 +27,7 @@ import (
 	"imagectl/internal/exitcode"
 	"imagectl/internal/lock"
 	"imagectl/internal/releasefile"
+	"imagectl/internal/scan/scantest"
 )
 
 // cancelBudget is how long imagectl may take to exit after SIGINT.
@@ -40,6 +41,7 @@ type cancelDemo struct {
 	spec     string
 	vars     []string
 	tmp, ns  string
+	db       string // the vulnerability database the releases scan with
 	imagectl string
 }
 
@@ -61,6 +63,7 @@ func newCancelDemo(t *testing.T, ctx context.Context) *cancelDemo {
 	cd := &cancelDemo{dr: dr, spec: filepath.Join(dir, "demo.hcl"),
 		vars:     []string{"--var", "registry=" + dr.env.Registry, "--var", "wheel_index=" + dr.index.URL},
 		tmp:      filepath.Join(dir, "tmp"),
+		db:       scantest.BuildDB(t, time.Time{}, scantest.JQ),
 		ns:       fmt.Sprintf("imagectl-e2e-cancel-%d", time.Now().UnixNano()),
 		imagectl: filepath.Join(dr.env.Bin, "imagectl")}
 	if err := os.WriteFile(cd.spec, []byte(hcl), 0o644); err != nil {
@@ -87,7 +90,7 @@ func (cd *cancelDemo) releaseArgs() []string {
 		"--key", k.signKey, "--pub", k.signPub, "--verifier-key", k.verKey, "--verifier-pub", k.verPub,
 		"--verify-runtime", "containerd", "--containerd-address", cd.dr.env.Containerd, "--require-container-runtime",
 		"--month", "2026-11", "--progress", "plain", "--addr", cd.dr.env.BuildkitHost,
-		"--init", filepath.Join(cd.dr.env.Bin, "imagectl-init")}, cd.vars...)
+		"--init", filepath.Join(cd.dr.env.Bin, "imagectl-init"), "--db", cd.db}, cd.vars...)
 }
 
 // run is one imagectl run, interrupted or not.
@@ -256,7 +259,8 @@ func activeBuild(t *testing.T, ctx context.Context, dr *demoRelease, ref string)
 }
 
 // TestE2ECancel interrupts imagectl with SIGINT during each stage of the
-// demo's release (lock, build, sign, verify in containerd, promote) and
+// demo's release (lock, build, sign, verify in containerd, scan with a
+// test vulnerability database, promote) and
 // `imagectl build` on its own: each run exits 130 within 2 s and leaves no
 // BuildKit build running, no container, task or netns, no temp file; a
 // second SIGINT exits at once; a rerun after the interruptions releases.
@@ -321,6 +325,7 @@ func TestE2ECancel(t *testing.T) {
 	for _, tc := range []struct{ stage, at string }{
 		{StageSign, "==> demo: " + StageSign},
 		{StageVerify, "image pulled and unpacked into containerd"},
+		{StageScan, "==> demo: " + StageScan},
 		{StagePromote, "==> demo: " + StagePromote},
 	} {
 		t.Run("release "+tc.stage, func(t *testing.T) {

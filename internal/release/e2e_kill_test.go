@@ -25,6 +25,7 @@ import (
 	"imagectl/internal/lock/resolve"
 	"imagectl/internal/promote"
 	"imagectl/internal/releasefile"
+	"imagectl/internal/scan/scantest"
 	"imagectl/internal/sign"
 	"imagectl/internal/spec"
 )
@@ -32,18 +33,18 @@ import (
 // killSeed fixes the random moments, so that a failure can be rerun.
 const killSeed = 22
 
-// TestReleaseKilledAndResumed SIGKILLs `imagectl release` of the demo at
-// each stage boundary and at 20 seeded random moments, each in repositories
-// of its own (one lock resolved once, its repositories rewritten), then
-// reruns it. After the kill, and again after the rerun, it checks the
-// invariants against the registry and releases.json: every tag points at a
-// digest with its signature and every attestation of
-// sign.ReleaseAttestations (verified with the real public keys, and by the
-// full gate of promote.Pin); releases.json, when there, is a valid file
-// whose releases carry their own lock digest and whose tags are in the
-// registry; nothing pending is left. The rerun must succeed, must not sign
-// or verify again what was complete, and must leave each signature and
-// attestation type once.
+// TestReleaseKilledAndResumed SIGKILLs `imagectl release --db` of the demo
+// at each stage boundary (scan included) and at 20 seeded random moments,
+// each in repositories of its own (one lock resolved once, its
+// repositories rewritten), then reruns it. After the kill, and again after
+// the rerun, it checks the invariants against the registry and
+// releases.json: every tag points at a digest with its signature and every
+// attestation of sign.ReleaseAttestations (verified with the real public
+// keys, and by the full gate of promote.Pin); releases.json, when there,
+// is a valid file whose releases carry their own lock digest and whose
+// tags are in the registry; nothing pending is left. The rerun must
+// succeed, must not sign or verify again what was complete, and must leave
+// each signature and attestation type (the scan's included) once.
 func TestReleaseKilledAndResumed(t *testing.T) {
 	start := time.Now()
 	// 25 moments, two at a time: 12 minutes ran out with 21 done on the
@@ -64,9 +65,12 @@ func TestReleaseKilledAndResumed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every release scans (a test database with a record of the demo's
+	// jq; the demo's spec has no vulnerabilities policy, so it gates nothing).
+	db := scantest.BuildDB(t, time.Time{}, scantest.JQ)
 
 	// One clean run measures the window the random moments fall in.
-	clean := newKillMoment(t, ctx, dr, base, specSrc, "clean")
+	clean := newKillMoment(t, ctx, dr, base, specSrc, db, "clean")
 	t0 := time.Now()
 	if out, err := clean.run(ctx, bin); err != nil {
 		t.Fatalf("clean release: %v\n%s", err, out)
@@ -81,7 +85,7 @@ func TestReleaseKilledAndResumed(t *testing.T) {
 		after time.Duration // else kill after this long
 	}
 	var moments []moment
-	for _, s := range []string{StageLock, StageBuild, StageSign, StageVerify, StagePromote} {
+	for _, s := range []string{StageLock, StageBuild, StageSign, StageVerify, StageScan, StagePromote} {
 		moments = append(moments, moment{name: "at-" + s, stage: s})
 	}
 	rng := rand.New(rand.NewPCG(killSeed, killSeed))
@@ -101,7 +105,7 @@ func TestReleaseKilledAndResumed(t *testing.T) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			t.Run(m.name, func(t *testing.T) {
-				km := newKillMoment(t, ctx, dr, base, specSrc, m.name)
+				km := newKillMoment(t, ctx, dr, base, specSrc, db, m.name)
 				killed := km.kill(t, ctx, bin, m.stage, m.after)
 				t.Logf("killed: %s", killed)
 				km.check(t, ctx, false)
@@ -138,9 +142,10 @@ type killMoment struct {
 	l      *lock.Lock
 	spec   string
 	images string
+	db     string // the vulnerability database the release scans with
 }
 
-func newKillMoment(t *testing.T, ctx context.Context, dr *demoRelease, base *lock.Lock, specSrc []byte, name string) *killMoment {
+func newKillMoment(t *testing.T, ctx context.Context, dr *demoRelease, base *lock.Lock, specSrc []byte, db, name string) *killMoment {
 	t.Helper()
 	dir := t.TempDir()
 	prefix := fmt.Sprintf("e2e-kill-%d/%s", time.Now().UnixNano(), strings.ToLower(name))
@@ -149,7 +154,7 @@ func newKillMoment(t *testing.T, ctx context.Context, dr *demoRelease, base *loc
 	if src == string(specSrc) {
 		t.Fatal("specs/demo.hcl: the repos block is not where the test rewrites it")
 	}
-	km := &killMoment{dr: dr, spec: filepath.Join(dir, "demo.hcl"), images: filepath.Join(dir, "images")}
+	km := &killMoment{dr: dr, db: db, spec: filepath.Join(dir, "demo.hcl"), images: filepath.Join(dir, "images")}
 	if err := os.WriteFile(km.spec, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +189,7 @@ func (km *killMoment) command(ctx context.Context, bin string) *exec.Cmd {
 		"--addr", env.BuildkitHost, "--init", filepath.Join(env.Bin, "imagectl-init"),
 		"--key", km.dr.keys.signKey, "--verifier-key", km.dr.keys.verKey,
 		"--verify-runtime", "containerd", "--containerd-address", env.Containerd, "--require-container-runtime",
-		"--month", "2026-12", "--progress", "plain", "-o", "json"}
+		"--month", "2026-12", "--progress", "plain", "-o", "json", "--db", km.db}
 	for k, v := range km.vars() {
 		args = append(args, "--var", k+"="+v)
 	}

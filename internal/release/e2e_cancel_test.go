@@ -193,32 +193,8 @@ func (cd *cancelDemo) checkClean(t *testing.T, ctx context.Context, r run) {
 			t.Errorf("buildkitd still runs the build %s (created %v) after imagectl exited", ref, rec.CreatedAt.AsTime())
 		}
 	}
-	c, err := containerd.New(cd.dr.env.Containerd, containerd.WithTimeout(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	nctx := namespaces.WithNamespace(ctx, cd.ns)
-	if cs, err := c.Containers(nctx); err != nil || len(cs) > 0 {
-		t.Errorf("containerd namespace %s holds %d containers (%v), want none", cd.ns, len(cs), err)
-	}
-	if ts, err := c.TaskService().List(nctx, &tasks.ListTasksRequest{}); err != nil || len(ts.GetTasks()) > 0 {
-		t.Errorf("containerd namespace %s has tasks %v (%v), want none", cd.ns, ts.GetTasks(), err)
-	}
-	var active []string
-	err = c.SnapshotService("overlayfs").Walk(nctx, func(_ context.Context, i snapshots.Info) error {
-		if i.Kind == snapshots.KindActive {
-			active = append(active, i.Name)
-		}
-		return nil
-	})
-	if err != nil || len(active) > 0 {
-		t.Errorf("containerd namespace %s has active snapshots %v (%v), want none", cd.ns, active, err)
-	}
-	if mi, err := os.ReadFile("/proc/self/mountinfo"); err != nil {
-		t.Error(err)
-	} else if strings.Contains(string(mi), cd.tmp) {
-		t.Errorf("a mount under TMPDIR %s is left (a network namespace):\n%s", cd.tmp, mi)
+	for _, l := range hostLeftovers(t, ctx, cd.dr.env.Containerd, cd.ns, cd.tmp) {
+		t.Errorf("left after imagectl exited: %s", l)
 	}
 	if es, err := os.ReadDir(cd.tmp); err != nil || len(es) > 0 {
 		var names []string
@@ -227,6 +203,65 @@ func (cd *cancelDemo) checkClean(t *testing.T, ctx context.Context, r run) {
 		}
 		t.Errorf("TMPDIR %s holds %v (%v), want it empty", cd.tmp, names, err)
 	}
+}
+
+// hostLeftovers lists what a verification through containerd left on the
+// host: containers, tasks and active snapshots in the containerd namespace
+// ns, mounts under tmp (a network namespace) and the runtime's folders in
+// tmp (probes, storage, network namespaces).
+func hostLeftovers(t *testing.T, ctx context.Context, address, ns, tmp string) []string {
+	t.Helper()
+	c, err := containerd.New(address, containerd.WithTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var left []string
+	nctx := namespaces.WithNamespace(ctx, ns)
+	cs, err := c.Containers(nctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range cs {
+		left = append(left, "container "+x.ID())
+	}
+	ts, err := c.TaskService().List(nctx, &tasks.ListTasksRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ts.GetTasks() {
+		left = append(left, "task "+x.ID)
+	}
+	err = c.SnapshotService("overlayfs").Walk(nctx, func(_ context.Context, i snapshots.Info) error {
+		if i.Kind == snapshots.KindActive {
+			left = append(left, "active snapshot "+i.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mi), "\n") {
+		if strings.Contains(line, tmp+"/") {
+			left = append(left, "mount "+line)
+		}
+	}
+	es, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		for _, p := range []string{"imagectl-probes-", "imagectl-storage-", "imagectl-netns-"} {
+			if strings.HasPrefix(e.Name(), p) {
+				left = append(left, "folder "+filepath.Join(tmp, e.Name()))
+			}
+		}
+	}
+	return left
 }
 
 // activeBuild is buildkitd's record of the build ref while it is active,

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,7 +45,11 @@ const killSeed = 22
 // is a valid file whose releases carry their own lock digest and whose
 // tags are in the registry; nothing pending is left. The rerun must
 // succeed, must not sign or verify again what was complete, and must leave
-// each signature and attestation type (the scan's included) once.
+// each signature and attestation type (the scan's included) once. Each
+// moment runs in a TMPDIR and containerd namespace of its own; a rerun
+// that verifies must leave no container, task, active snapshot, network
+// namespace or verification folder there (it sweeps what the killed run
+// left), and at least one kill must have left some.
 func TestReleaseKilledAndResumed(t *testing.T) {
 	start := time.Now()
 	// 25 moments, two at a time: 12 minutes ran out with 21 done on the
@@ -98,6 +103,7 @@ func TestReleaseKilledAndResumed(t *testing.T) {
 	// and containerd.
 	sem := make(chan struct{}, 2)
 	var wg sync.WaitGroup
+	var swept atomic.Int32 // moments whose kill left verification's containers or folders
 	for _, m := range moments {
 		wg.Add(1)
 		go func() {
@@ -109,6 +115,7 @@ func TestReleaseKilledAndResumed(t *testing.T) {
 				killed := km.kill(t, ctx, bin, m.stage, m.after)
 				t.Logf("killed: %s", killed)
 				km.check(t, ctx, false)
+				left := hostLeftovers(t, ctx, dr.env.Containerd, km.ns, km.tmp)
 				signed, verified := km.complete(t, ctx)
 				out, err := km.run(ctx, bin)
 				if err != nil {
@@ -127,10 +134,24 @@ func TestReleaseKilledAndResumed(t *testing.T) {
 				if verified && !slices.Contains(rows[0].Resumed, StageVerify) {
 					t.Errorf("the rerun verified again what the killed run had verified (resumed %v)", rows[0].Resumed)
 				}
+				// A rerun that verifies removes what the killed run's
+				// verification left (the containerd runtime's sweep).
+				if !slices.Contains(rows[0].Resumed, StageVerify) {
+					if again := hostLeftovers(t, ctx, dr.env.Containerd, km.ns, km.tmp); len(again) > 0 {
+						t.Errorf("after the rerun, what the killed run left is still there: %v", again)
+					}
+					if len(left) > 0 {
+						t.Logf("the kill left %d things, the rerun removed them: %v", len(left), left)
+						swept.Add(1)
+					}
+				}
 			})
 		}()
 	}
 	wg.Wait()
+	if swept.Load() == 0 && !t.Failed() {
+		t.Error("no kill left a probe container or folder for a rerun to remove: the sweep was not exercised")
+	}
 	t.Logf("%d moments killed and resumed in %s", len(moments), time.Since(start).Round(time.Second))
 }
 
@@ -143,6 +164,8 @@ type killMoment struct {
 	spec   string
 	images string
 	db     string // the vulnerability database the release scans with
+	tmp    string // the TMPDIR of its runs
+	ns     string // the containerd namespace of its runs
 }
 
 func newKillMoment(t *testing.T, ctx context.Context, dr *demoRelease, base *lock.Lock, specSrc []byte, db, name string) *killMoment {
@@ -154,8 +177,12 @@ func newKillMoment(t *testing.T, ctx context.Context, dr *demoRelease, base *loc
 	if src == string(specSrc) {
 		t.Fatal("specs/demo.hcl: the repos block is not where the test rewrites it")
 	}
-	km := &killMoment{dr: dr, db: db, spec: filepath.Join(dir, "demo.hcl"), images: filepath.Join(dir, "images")}
+	km := &killMoment{dr: dr, db: db, spec: filepath.Join(dir, "demo.hcl"), images: filepath.Join(dir, "images"),
+		tmp: filepath.Join(dir, "tmp"), ns: "imagectl-e2e-kill-" + strings.ToLower(name) + fmt.Sprintf("-%d", time.Now().UnixNano())}
 	if err := os.WriteFile(km.spec, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(km.tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	imgs, err := spec.Load(ctx, []string{km.spec}, spec.WithVars(km.vars()))
@@ -194,7 +221,8 @@ func (km *killMoment) command(ctx context.Context, bin string) *exec.Cmd {
 		args = append(args, "--var", k+"="+v)
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), sign.CosignPasswordEnv+"="+string(e2ePassword))
+	cmd.Env = append(os.Environ(), sign.CosignPasswordEnv+"="+string(e2ePassword),
+		"TMPDIR="+km.tmp, "CONTAINERD_NAMESPACE="+km.ns)
 	return cmd
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"imagectl/internal/logs"
+	"imagectl/internal/owner"
 )
 
 //go:embed probes/*.py
@@ -118,7 +119,8 @@ func ProbeScripts() (map[string][]byte, error) {
 }
 
 // ProbeDir writes the probe scripts into a new temporary folder, once, on
-// the first call to Path. Its zero value is ready to use.
+// the first call to Path, after removing the folders of runs that were
+// killed (owner.SweepTemp). Its zero value is ready to use.
 type ProbeDir struct {
 	once sync.Once
 	dir  string
@@ -133,18 +135,21 @@ func (d *ProbeDir) Path() (string, error) {
 			d.err = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "imagectl-probes-")
+		_, _ = owner.SweepTemp(probeDirPattern, nil) // best effort: a folder it cannot remove is only files
+		dir, err := owner.MkdirTemp(probeDirPattern)
 		if err != nil {
 			d.err = err
 			return
 		}
 		// Readable by any user the image runs as.
 		if err := os.Chmod(dir, 0o755); err != nil {
+			_ = owner.RemoveTemp(dir)
 			d.err = err
 			return
 		}
 		for n, b := range scripts {
 			if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+				_ = owner.RemoveTemp(dir)
 				d.err = err
 				return
 			}
@@ -159,8 +164,11 @@ func (d *ProbeDir) Close() error {
 	if d.dir == "" {
 		return nil
 	}
-	return os.RemoveAll(d.dir)
+	return owner.RemoveTemp(d.dir)
 }
+
+// probeDirPattern names ProbeDir's folders in TMPDIR.
+const probeDirPattern = "imagectl-probes-"
 
 // tailWriter keeps the last n bytes written to it.
 type tailWriter struct {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"imagectl/internal/lock"
+	"imagectl/internal/owner"
 )
 
 // Storage is a throwaway host folder that stands in for the platform's
@@ -17,9 +18,11 @@ type Storage struct {
 }
 
 // ReadyStorage creates the folder and the ready file the lock's runtime
-// config waits for.
+// config waits for, after removing the folders of verifications that were
+// killed (owner.SweepTemp: the caches a killed run's probes wrote there).
 func ReadyStorage(l *lock.Lock) (*Storage, error) {
-	dir, err := os.MkdirTemp("", "imagectl-storage-")
+	_, _ = owner.SweepTemp(storagePattern, nil) // best effort: a folder it cannot remove is only files
+	dir, err := owner.MkdirTemp(storagePattern)
 	if err != nil {
 		return nil, fmt.Errorf("creating verification storage: %w", err)
 	}
@@ -27,16 +30,16 @@ func ReadyStorage(l *lock.Lock) (*Storage, error) {
 	if st.ReadyFile != "" {
 		rel, ok := st.On(st.ReadyFile)
 		if !ok {
-			os.RemoveAll(dir)
+			owner.RemoveTemp(dir)
 			return nil, fmt.Errorf("lock %s: runtime storage ready_file %q is not under its path %q", l.Name, st.ReadyFile, st.Path)
 		}
 		ready := filepath.Join(dir, rel)
 		if err := os.MkdirAll(filepath.Dir(ready), 0o755); err != nil {
-			os.RemoveAll(dir)
+			owner.RemoveTemp(dir)
 			return nil, fmt.Errorf("creating verification storage: %w", err)
 		}
 		if err := os.WriteFile(ready, nil, 0o644); err != nil {
-			os.RemoveAll(dir)
+			owner.RemoveTemp(dir)
 			return nil, fmt.Errorf("creating verification storage: %w", err)
 		}
 	}
@@ -53,7 +56,7 @@ type storageRuntime struct {
 
 func (r storageRuntime) Close() error {
 	err := r.Runtime.Close()
-	if rmErr := os.RemoveAll(r.dir); err == nil && rmErr != nil {
+	if rmErr := owner.RemoveTemp(r.dir); err == nil && rmErr != nil {
 		err = fmt.Errorf("removing verification storage: %w", rmErr)
 	}
 	return err
@@ -61,6 +64,9 @@ func (r storageRuntime) Close() error {
 
 // Unwrap is the runtime the storage's Close wraps.
 func (r storageRuntime) Unwrap() Runtime { return r.Runtime }
+
+// storagePattern names ReadyStorage's folders in TMPDIR.
+const storagePattern = "imagectl-storage-"
 
 // ShmBytes is the /dev/shm size verification gives the image's containers:
 // the lock's runtime.min_shm_bytes, at least 1 GiB.

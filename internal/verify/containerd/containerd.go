@@ -15,6 +15,7 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/containerd/v2/core/remotes/docker/config"
@@ -31,6 +32,7 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"imagectl/internal/logs"
+	"imagectl/internal/owner"
 	"imagectl/internal/verify"
 )
 
@@ -136,6 +138,8 @@ func (r *Runtime) prepareLocked(ctx context.Context) error {
 		return fmt.Errorf("connecting to containerd at %s: %w", r.address(), err)
 	}
 	ctx = r.ns(ctx)
+	sweepContainers(ctx, c)
+	sweepLeases(ctx, c)
 	snap := cmp.Or(r.o.snapshotter, "overlayfs")
 	t := time.Now()
 	pull := []containerd.RemoteOpt{
@@ -157,7 +161,21 @@ func (r *Runtime) prepareLocked(ctx context.Context) error {
 		// mount an eStargz layer lazily instead of containerd fetching it.
 		pull = append(pull, containerd.WithImageHandlerWrapper(snapshotters.AppendInfoHandlerWrapper(r.ref.String())))
 	}
-	img, err := c.Pull(ctx, r.ref.String(), pull...)
+	// The pull's lease (what keeps its content and its unpacking's
+	// snapshots until the image holds them) names this process: a pull
+	// that is killed leaves it, and the next run's sweepLeases lets
+	// containerd collect what it held.
+	lctx, endLease, err := c.WithLease(ctx, leases.WithRandomID(), leases.WithExpiration(24*time.Hour), leases.WithLabels(ownerLabels()))
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("creating containerd's lease for the pull: %w", err)
+	}
+	img, err := c.Pull(lctx, r.ref.String(), pull...)
+	ectx, cancel := cleanupContext(ctx)
+	if lerr := endLease(ectx); lerr != nil {
+		logs.From(ctx).Warn("ending the pull's lease", "err", lerr)
+	}
+	cancel()
 	if err != nil {
 		c.Close()
 		return fmt.Errorf("pulling %s into containerd: %w", r.ref, err)
@@ -175,6 +193,9 @@ func (r *Runtime) prepareLocked(ctx context.Context) error {
 		// Like containerd: a broken spec of one vendor does not stop
 		// another's devices; injection fails if it must.
 		logs.From(ctx).Warn("CDI spec refresh", "err", err)
+	}
+	if swept, err := sweepNetNS(); len(swept) > 0 || err != nil {
+		logs.From(ctx).Info("removed the probes' network namespaces of ended runs", "folders", strings.Join(swept, ","), "err", err)
 	}
 	netns, err := newLoopbackNetNS()
 	if err != nil {
@@ -282,7 +303,8 @@ func (r *Runtime) Exec(ctx context.Context, p verify.Probe) ([]byte, error) {
 		// the container's snapshot is made on its layers.
 		containerd.WithSnapshotter(cmp.Or(r.o.snapshotter, "overlayfs")),
 		containerd.WithNewSnapshot(id, img),
-		containerd.WithNewSpec(r.SpecOpts(img, dir, netns.path, p, devices)...))
+		containerd.WithNewSpec(r.SpecOpts(img, dir, netns.path, p, devices)...),
+		containerd.WithContainerLabels(ownerLabels()))
 	if err != nil {
 		return nil, &verify.ProbeError{Probe: p.Name, Err: fmt.Errorf("creating container: %w", err)}
 	}
@@ -334,6 +356,88 @@ func (r *Runtime) Exec(ctx context.Context, p verify.Probe) ([]byte, error) {
 		return stdout.Bytes(), &verify.ProbeError{Probe: p.Name, Err: err, Stderr: string(bytes.TrimSpace(stderr.b))}
 	}
 	return stdout.Bytes(), nil
+}
+
+// OwnerLabel is the label of every probe container and pull lease that
+// names the process that made it (owner.Self). A probe's container is deleted when the probe
+// ends, or is cancelled; one that a killed run left (SIGKILL, a lost node)
+// is deleted, task, snapshot and all, by the next run's pull in the same
+// namespace (sweepContainers), which leaves those of live runs alone.
+const OwnerLabel = "dev.imagectl.verify.owner"
+
+// ownerLabels labels a probe container or a pull's lease with this
+// process (none where /proc cannot tell it: then nothing is swept).
+func ownerLabels() map[string]string {
+	if s := owner.Self(); s != "" {
+		return map[string]string{OwnerLabel: s}
+	}
+	return nil
+}
+
+// sweepLeases deletes the leases of pulls in ctx's namespace whose owner
+// is gone, synchronously: containerd then collects the content and the
+// half-unpacked snapshots a killed pull held. It logs what it removed and
+// what it could not.
+func sweepLeases(ctx context.Context, c *containerd.Client) {
+	log := logs.From(ctx)
+	ls := c.LeasesService()
+	lctx, cancel := cleanupContext(ctx)
+	all, err := ls.List(lctx, fmt.Sprintf("labels.%q", OwnerLabel))
+	cancel()
+	if err != nil {
+		log.Warn("listing the pull leases of ended runs", "err", err)
+		return
+	}
+	for _, l := range all {
+		if !owner.Gone(l.Labels[OwnerLabel]) {
+			continue
+		}
+		dctx, cancel := cleanupContext(ctx)
+		err := ls.Delete(dctx, l, leases.SynchronousDelete)
+		cancel()
+		if err != nil {
+			log.Warn("removing the pull lease of an ended run", "lease", l.ID, "owner", l.Labels[OwnerLabel], "err", err)
+			continue
+		}
+		log.Info("removed the pull lease of an ended run", "lease", l.ID, "owner", l.Labels[OwnerLabel])
+	}
+}
+
+// sweepContainers deletes the probe containers in ctx's namespace whose
+// owner is gone: their tasks killed and deleted, then each container with
+// its snapshot, each step within cleanupTimeout. It logs what it removed
+// and what it could not; verification goes on either way.
+func sweepContainers(ctx context.Context, c *containerd.Client) {
+	log := logs.From(ctx)
+	lctx, cancel := cleanupContext(ctx)
+	cs, err := c.Containers(lctx, fmt.Sprintf("labels.%q", OwnerLabel))
+	cancel()
+	if err != nil {
+		log.Warn("listing probe containers of ended runs", "err", err)
+		return
+	}
+	for _, cont := range cs {
+		lctx, cancel := cleanupContext(ctx)
+		labels, err := cont.Labels(lctx)
+		cancel()
+		if err != nil || !owner.Gone(labels[OwnerLabel]) {
+			continue
+		}
+		id := cont.ID()
+		tctx, cancel := cleanupContext(ctx)
+		if task, err := cont.Task(tctx, nil); err == nil {
+			deleteTask(ctx, task, id)
+		}
+		cancel()
+		dctx, cancel := cleanupContext(ctx)
+		err = cont.Delete(dctx, containerd.WithSnapshotCleanup)
+		cancel()
+		if err != nil {
+			log.Warn("removing a probe container of an ended run", "id", id, "owner", labels[OwnerLabel], "err", err)
+			continue
+		}
+		log.Info("removed a probe container of an ended run", "id", id, "owner", labels[OwnerLabel])
+	}
 }
 
 // cleanupTimeout bounds each clean-up step of a probe (kill and delete its

@@ -8,6 +8,8 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"imagectl/internal/owner"
 )
 
 // netNS is a network namespace holding only its loopback interface, up,
@@ -24,13 +26,13 @@ type netNS struct {
 // thread back into the caller's namespace. A thread that cannot go back is
 // never unlocked, so the Go runtime retires it with the goroutine.
 func newLoopbackNetNS() (*netNS, error) {
-	dir, err := os.MkdirTemp("", "imagectl-netns-")
+	dir, err := owner.MkdirTemp(netnsPattern)
 	if err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, "net")
 	if err := os.WriteFile(path, nil, 0o444); err != nil {
-		os.RemoveAll(dir)
+		_ = owner.RemoveTemp(dir)
 		return nil, err
 	}
 	errc := make(chan error, 1)
@@ -61,7 +63,7 @@ func newLoopbackNetNS() (*netNS, error) {
 	}()
 	if err := <-errc; err != nil {
 		_ = unix.Unmount(path, unix.MNT_DETACH)
-		os.RemoveAll(dir)
+		_ = owner.RemoveTemp(dir)
 		return nil, err
 	}
 	return &netNS{dir: dir, path: path}, nil
@@ -92,9 +94,26 @@ func (n *netNS) remove() error {
 	if n == nil {
 		return nil
 	}
-	err := unix.Unmount(n.path, unix.MNT_DETACH)
-	if errors.Is(err, unix.EINVAL) {
+	if err := unmountNetNS(n.dir); err != nil {
+		return err
+	}
+	return owner.RemoveTemp(n.dir)
+}
+
+// netnsPattern names the namespaces' folders in TMPDIR.
+const netnsPattern = "imagectl-netns-"
+
+// unmountNetNS lets go of the namespace kept in dir (its bind mount).
+func unmountNetNS(dir string) error {
+	err := unix.Unmount(filepath.Join(dir, "net"), unix.MNT_DETACH)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
 		err = nil // not mounted
 	}
-	return errors.Join(err, os.RemoveAll(n.dir))
+	return err
+}
+
+// sweepNetNS removes the namespaces of runs that were killed (their
+// process gone): each one's mount and folder.
+func sweepNetNS() ([]string, error) {
+	return owner.SweepTemp(netnsPattern, unmountNetNS)
 }

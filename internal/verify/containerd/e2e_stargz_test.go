@@ -2,7 +2,6 @@ package containerd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/opencontainers/image-spec/identity"
 
 	"imagectl/internal/build"
 	"imagectl/internal/testenv"
@@ -33,7 +33,7 @@ import (
 // --prioritized-files` does) verifies again, lazily too.
 func TestStargzE2E(t *testing.T) {
 	e := testenv.Get(t)
-	stargzContainerd(t, e)
+	sc := stargzContainerd(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	ns := "stargz-e2e-" + verify.RandomHex(4)
@@ -73,7 +73,7 @@ func TestStargzE2E(t *testing.T) {
 	// Unix epoch, which eStargz's TOC leaves out: unclamped, the
 	// snapshotter serves them as of year 1 (torch's ptxas crashed on such
 	// a file on the H200; docs/build.md, "Lazy pulling").
-	if files, old := preEpochFiles(t); len(old) > 0 {
+	if files, old := preEpochFiles(t, imageLayerDirs(t, ctx, sc, ns, lazy)); len(old) > 0 {
 		t.Errorf("%d of %d files in the lazily mounted layers have an mtime before 1970 (eStargz's TOC without their time), e.g. %v", len(old), files, old[:min(len(old), 5)])
 	} else {
 		t.Logf("lazy: %d files in the FUSE mounts, none before 1970", files)
@@ -135,22 +135,60 @@ func stargzMountPoints(t *testing.T) []string {
 	return mps
 }
 
-// preEpochFiles walks the snapshotter's FUSE mounts (metadata only: the
+// imageLayerDirs are the snapshotter's FUSE mounts of ref's layers, as
+// pulled into namespace ns: the lower directories of a view of its top
+// layer, made and removed here. Only these are walked: other tests' images
+// on the same snapshotter may be collected by containerd meanwhile.
+func imageLayerDirs(t *testing.T, ctx context.Context, c *containerd.Client, ns string, ref name.Digest) []string {
+	t.Helper()
+	nctx := namespaces.WithNamespace(ctx, ns)
+	img, err := c.GetImage(nctx, ref.String())
+	if err != nil {
+		t.Fatalf("the lazily pulled image %s in containerd: %v", ref, err)
+	}
+	diffIDs, err := img.RootFS(nctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := c.SnapshotService("stargz")
+	key := "stargz-e2e-view-" + verify.RandomHex(4)
+	mounts, err := sn.View(nctx, key, identity.ChainID(diffIDs).String())
+	if err != nil {
+		t.Fatalf("a view of %s's layers on the stargz snapshotter: %v", ref, err)
+	}
+	defer func() {
+		if err := sn.Remove(nctx, key); err != nil {
+			t.Errorf("removing the view %s: %v", key, err)
+		}
+	}()
+	var dirs []string
+	for _, m := range mounts {
+		if m.Type == "bind" || m.Type == "rbind" {
+			dirs = append(dirs, m.Source) // one layer
+		}
+		for _, o := range m.Options {
+			if l, ok := strings.CutPrefix(o, "lowerdir="); ok {
+				dirs = append(dirs, strings.Split(l, ":")...)
+			}
+		}
+	}
+	if len(dirs) != len(diffIDs) {
+		t.Fatalf("a view of %s's %d layers mounts %v (%v), want one directory per layer", ref, len(diffIDs), dirs, mounts)
+	}
+	return dirs
+}
+
+// preEpochFiles walks the given FUSE mounts (metadata only: the
 // TOC answers, no chunk is fetched) and returns how many files (not
 // directories) it saw and those whose mtime is before the Unix epoch.
 // Directories are left out: a layer's root, and a parent a layer's tar
 // does not list (verifytest's hand-written layer has no etc/ entry;
 // BuildKit's layers list every parent of what a step changed), are made up
 // by the snapshotter with no time at all (estargz's getOrCreateDir).
-func preEpochFiles(t *testing.T) (n int, old []string) {
+func preEpochFiles(t *testing.T, dirs []string) (n int, old []string) {
 	t.Helper()
-	for _, mp := range stargzMountPoints(t) {
+	for _, mp := range dirs {
 		err := filepath.WalkDir(mp, func(path string, d fs.DirEntry, err error) error {
-			if path == mp && errors.Is(err, fs.ErrNotExist) {
-				// The layer of an image another test or an earlier run
-				// left, collected by containerd while this one walked.
-				return fs.SkipAll
-			}
 			if err != nil {
 				return err
 			}

@@ -24,15 +24,14 @@ import (
 
 // Self is this process's owner string ("" where /proc cannot tell it, and
 // then nothing this process makes is ever swept).
-func Self() string { return self() }
-
-var self = sync.OnceValue(func() string {
-	p, err := read(os.Getpid())
-	if err != nil {
-		return ""
+func Self() string {
+	if p, err := self(); err == nil {
+		return p.String()
 	}
-	return p.String()
-})
+	return ""
+}
+
+var self = sync.OnceValues(func() (proc, error) { return read(os.Getpid()) })
 
 type proc struct {
 	boot, pidns string
@@ -120,8 +119,8 @@ func Gone(s string) bool {
 	if !ok {
 		return false
 	}
-	me, ok := parse(Self())
-	if !ok {
+	me, err := self()
+	if err != nil {
 		return false
 	}
 	if o.boot != me.boot {

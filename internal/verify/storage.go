@@ -30,16 +30,16 @@ func ReadyStorage(l *lock.Lock) (*Storage, error) {
 	if st.ReadyFile != "" {
 		rel, ok := st.On(st.ReadyFile)
 		if !ok {
-			owner.RemoveTemp(dir)
+			_ = owner.RemoveTemp(dir)
 			return nil, fmt.Errorf("lock %s: runtime storage ready_file %q is not under its path %q", l.Name, st.ReadyFile, st.Path)
 		}
 		ready := filepath.Join(dir, rel)
 		if err := os.MkdirAll(filepath.Dir(ready), 0o755); err != nil {
-			owner.RemoveTemp(dir)
+			_ = owner.RemoveTemp(dir)
 			return nil, fmt.Errorf("creating verification storage: %w", err)
 		}
 		if err := os.WriteFile(ready, nil, 0o644); err != nil {
-			owner.RemoveTemp(dir)
+			_ = owner.RemoveTemp(dir)
 			return nil, fmt.Errorf("creating verification storage: %w", err)
 		}
 	}

@@ -417,12 +417,12 @@ func sweepContainers(ctx context.Context, c *containerd.Client) {
 		return
 	}
 	for _, cont := range cs {
-		lctx, cancel := cleanupContext(ctx)
-		labels, err := cont.Labels(lctx)
-		cancel()
-		if err != nil || !owner.Gone(labels[OwnerLabel]) {
+		// The labels the list brought: no second round trip per container.
+		info, err := cont.Info(ctx, containerd.WithoutRefreshedMetadata)
+		if err != nil || !owner.Gone(info.Labels[OwnerLabel]) {
 			continue
 		}
+		labels := info.Labels
 		id := cont.ID()
 		tctx, cancel := cleanupContext(ctx)
 		if task, err := cont.Task(tctx, nil); err == nil {
